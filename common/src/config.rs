@@ -1,0 +1,325 @@
+//! Store configuration: RocketMQ's `MessageStoreConfig` keys (camelCase, as in
+//! broker.conf) with RocketMQ's defaults. Field names carry units; the serde
+//! names are the RocketMQ keys.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// When a send is answered relative to the CommitLog flush.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum FlushDiskType {
+    /// Answer once the bytes are in the mapped file; a flush thread syncs
+    /// them every `flushIntervalCommitLog`.
+    #[default]
+    #[serde(rename = "ASYNC_FLUSH")]
+    AsyncFlush,
+    /// Answer after a (group-commit) flush covers the record.
+    #[serde(rename = "SYNC_FLUSH")]
+    SyncFlush,
+}
+
+/// Which consume-queue engine the broker runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CqBackend {
+    /// One folder per topic/queue of 20-byte-unit files.
+    #[default]
+    #[serde(alias = "default")]
+    File,
+    /// One RocksDB database (RocketMQ 5.x layout).
+    #[serde(alias = "defaultRocksDB")]
+    Rocksdb,
+    /// The in-memory model (tests only).
+    Memory,
+}
+
+impl CqBackend {
+    /// The name used in config and metric labels.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::File => "file",
+            Self::Rocksdb => "rocksdb",
+            Self::Memory => "memory",
+        }
+    }
+}
+
+impl std::fmt::Display for CqBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A configuration value that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("config key `{key}`: {reason}")]
+pub struct ConfigError {
+    /// The broker.conf key.
+    pub key: &'static str,
+    /// What is wrong with its value.
+    pub reason: String,
+}
+
+impl ConfigError {
+    /// An error for `key`.
+    pub fn new(key: &'static str, reason: impl Into<String>) -> Self {
+        Self {
+            key,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Bytes in a consume-queue unit.
+pub const CQ_UNIT_SIZE: u64 = 20;
+
+/// The message store's settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct StoreConfig {
+    /// Root folder of the store (commitlog/, consumequeue/, index/, config/ ...).
+    pub store_path_root_dir: PathBuf,
+    /// Size of one CommitLog segment.
+    #[serde(rename = "mappedFileSizeCommitLog")]
+    pub mapped_file_size_commit_log_bytes: u64,
+    /// Size of one consume-queue file; a multiple of 20.
+    #[serde(rename = "mappedFileSizeConsumeQueue")]
+    pub mapped_file_size_consume_queue_bytes: u64,
+    /// ASYNC_FLUSH or SYNC_FLUSH.
+    pub flush_disk_type: FlushDiskType,
+    /// How long a SYNC_FLUSH send waits for its flush before FLUSH_DISK_TIMEOUT.
+    #[serde(rename = "syncFlushTimeout")]
+    pub sync_flush_timeout_ms: u64,
+    /// ASYNC_FLUSH: interval of the CommitLog flush thread.
+    #[serde(rename = "flushIntervalCommitLog")]
+    pub flush_interval_commit_log_ms: u64,
+    /// ASYNC_FLUSH: pages (4 KiB) that must be dirty before a periodic flush.
+    pub flush_commit_log_least_pages: u32,
+    /// ASYNC_FLUSH: interval after which a flush ignores the least-pages rule.
+    #[serde(rename = "flushCommitLogThoroughInterval")]
+    pub flush_commit_log_thorough_interval_ms: u64,
+    /// Interval of the consume-queue flush.
+    #[serde(rename = "flushIntervalConsumeQueue")]
+    pub flush_interval_consume_queue_ms: u64,
+    /// Pages that must be dirty before a periodic consume-queue flush.
+    pub flush_consume_queue_least_pages: u32,
+    /// Interval after which the consume-queue flush ignores the least-pages rule.
+    #[serde(rename = "flushConsumeQueueThoroughInterval")]
+    pub flush_consume_queue_thorough_interval_ms: u64,
+    /// Largest accepted record (whole encoded message).
+    #[serde(rename = "maxMessageSize")]
+    pub max_message_size_bytes: u64,
+    /// Verify body CRCs while recovering the CommitLog tail.
+    #[serde(rename = "checkCRCOnRecover")]
+    pub check_crc_on_recover: bool,
+    /// Consume-queue engine (`storeType` is accepted as an alias).
+    #[serde(alias = "storeType")]
+    pub consume_queue_store: CqBackend,
+    /// Build the key index (query by key / UNIQ_KEY).
+    pub message_index_enable: bool,
+    /// Hash slots per IndexFile.
+    pub max_hash_slot_num: u32,
+    /// Entries per IndexFile.
+    pub max_index_num: u32,
+    /// Largest number of consume-queue files kept mapped at once; idle ones
+    /// are unmapped beyond it (`vm.max_map_count` is 65,530 by default).
+    pub max_mapped_consume_queue_files: u32,
+    /// Hours a CommitLog segment is kept.
+    #[serde(rename = "fileReservedTime")]
+    pub file_reserved_time_hours: u64,
+    /// Hours of the day (`"04"`, `"01;13"`) when expired segments are deleted.
+    pub delete_when: String,
+    /// Disk use (percent) beyond which expired segments are deleted at once.
+    #[serde(rename = "diskMaxUsedSpaceRatio")]
+    pub disk_max_used_space_ratio_pct: u32,
+    /// Build consume queues with the concurrent reput (RocketMQ 5.x).
+    pub enable_build_consume_queue_concurrently: bool,
+    /// Delay levels, e.g. "1s 5s 10s 30s 1m ... 2h".
+    pub message_delay_level: String,
+    /// Most messages one pull returns.
+    pub max_transfer_count_on_message_in_memory: u32,
+    /// Most bytes one pull returns.
+    #[serde(rename = "maxTransferBytesOnMessageInMemory")]
+    pub max_transfer_bytes_on_message_in_memory_bytes: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            store_path_root_dir: PathBuf::from("./store"),
+            mapped_file_size_commit_log_bytes: 1024 * 1024 * 1024,
+            mapped_file_size_consume_queue_bytes: 300_000 * CQ_UNIT_SIZE,
+            flush_disk_type: FlushDiskType::AsyncFlush,
+            sync_flush_timeout_ms: 5_000,
+            flush_interval_commit_log_ms: 500,
+            flush_commit_log_least_pages: 4,
+            flush_commit_log_thorough_interval_ms: 10_000,
+            flush_interval_consume_queue_ms: 1_000,
+            flush_consume_queue_least_pages: 2,
+            flush_consume_queue_thorough_interval_ms: 60_000,
+            max_message_size_bytes: 4 * 1024 * 1024,
+            check_crc_on_recover: true,
+            consume_queue_store: CqBackend::File,
+            message_index_enable: true,
+            max_hash_slot_num: 5_000_000,
+            max_index_num: 20_000_000,
+            max_mapped_consume_queue_files: 16_384,
+            file_reserved_time_hours: 72,
+            delete_when: "04".to_owned(),
+            disk_max_used_space_ratio_pct: 75,
+            enable_build_consume_queue_concurrently: false,
+            message_delay_level: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+                .to_owned(),
+            max_transfer_count_on_message_in_memory: 32,
+            max_transfer_bytes_on_message_in_memory_bytes: 256 * 1024,
+        }
+    }
+}
+
+impl StoreConfig {
+    /// A default config rooted at `root`.
+    pub fn with_root(root: impl Into<PathBuf>) -> Self {
+        Self {
+            store_path_root_dir: root.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Checks every value; the error names the first bad key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.store_path_root_dir.as_os_str().is_empty() {
+            return Err(ConfigError::new("storePathRootDir", "must not be empty"));
+        }
+        let seg = self.mapped_file_size_commit_log_bytes;
+        if !(4096..=i32::MAX as u64).contains(&seg) {
+            return Err(ConfigError::new(
+                "mappedFileSizeCommitLog",
+                format!("{seg} is outside 4096..={}", i32::MAX),
+            ));
+        }
+        let cq = self.mapped_file_size_consume_queue_bytes;
+        if cq == 0 || cq % CQ_UNIT_SIZE != 0 || cq > i32::MAX as u64 {
+            return Err(ConfigError::new(
+                "mappedFileSizeConsumeQueue",
+                format!("{cq} must be a positive multiple of {CQ_UNIT_SIZE} below 2^31"),
+            ));
+        }
+        if self.max_message_size_bytes == 0 || self.max_message_size_bytes + 8 > seg {
+            return Err(ConfigError::new(
+                "maxMessageSize",
+                format!(
+                    "{} must be positive and leave 8 bytes in a {seg}-byte CommitLog segment",
+                    self.max_message_size_bytes
+                ),
+            ));
+        }
+        for (key, v) in [
+            ("syncFlushTimeout", self.sync_flush_timeout_ms),
+            ("flushIntervalCommitLog", self.flush_interval_commit_log_ms),
+            ("flushIntervalConsumeQueue", self.flush_interval_consume_queue_ms),
+        ] {
+            if v == 0 {
+                return Err(ConfigError::new(key, "must be at least 1 ms"));
+            }
+        }
+        if self.consume_queue_store == CqBackend::Memory {
+            return Err(ConfigError::new(
+                "consumeQueueStore",
+                "memory is a test model; use file or rocksdb",
+            ));
+        }
+        if self.max_hash_slot_num == 0 || self.max_index_num < 2 {
+            return Err(ConfigError::new(
+                "maxIndexNum",
+                "maxHashSlotNum must be positive and maxIndexNum at least 2",
+            ));
+        }
+        if self.max_mapped_consume_queue_files < 16 {
+            return Err(ConfigError::new("maxMappedConsumeQueueFiles", "must be at least 16"));
+        }
+        if !(10..=95).contains(&self.disk_max_used_space_ratio_pct) {
+            return Err(ConfigError::new("diskMaxUsedSpaceRatio", "must be within 10..=95"));
+        }
+        if self.max_transfer_count_on_message_in_memory == 0 {
+            return Err(ConfigError::new("maxTransferCountOnMessageInMemory", "must be positive"));
+        }
+        Ok(())
+    }
+
+    /// CommitLog folder.
+    pub fn commit_log_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("commitlog")
+    }
+
+    /// File consume-queue folder.
+    pub fn consume_queue_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("consumequeue")
+    }
+
+    /// RocksDB consume-queue folder.
+    pub fn rocksdb_consume_queue_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("rocksdb_consumequeue")
+    }
+
+    /// IndexFile folder.
+    pub fn index_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("index")
+    }
+
+    /// Units per consume-queue file.
+    pub fn cq_units_per_file(&self) -> u64 {
+        self.mapped_file_size_consume_queue_bytes / CQ_UNIT_SIZE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_rocketmq_defaults_and_valid() {
+        let c = StoreConfig::default();
+        c.validate().unwrap();
+        assert_eq!(c.mapped_file_size_commit_log_bytes, 1 << 30);
+        assert_eq!(c.mapped_file_size_consume_queue_bytes, 6_000_000);
+        assert_eq!(c.max_message_size_bytes, 4 << 20);
+        assert_eq!(c.cq_units_per_file(), 300_000);
+    }
+
+    #[test]
+    fn camel_case_keys_load() {
+        let c: StoreConfig = serde_json::from_str(
+            r#"{"mappedFileSizeCommitLog": 65536, "flushDiskType": "SYNC_FLUSH",
+                "storeType": "defaultRocksDB", "checkCRCOnRecover": false, "syncFlushTimeout": 10}"#,
+        )
+        .unwrap();
+        assert_eq!(c.mapped_file_size_commit_log_bytes, 65536);
+        assert_eq!(c.flush_disk_type, FlushDiskType::SyncFlush);
+        assert_eq!(c.consume_queue_store, CqBackend::Rocksdb);
+        assert!(!c.check_crc_on_recover);
+        assert_eq!(c.sync_flush_timeout_ms, 10);
+        let c: StoreConfig = serde_json::from_str(r#"{"consumeQueueStore": "file"}"#).unwrap();
+        assert_eq!(c.consume_queue_store, CqBackend::File);
+    }
+
+    #[test]
+    fn validate_names_the_key() {
+        let mut c = StoreConfig {
+            mapped_file_size_commit_log_bytes: 100,
+            ..StoreConfig::default()
+        };
+        assert_eq!(c.validate().unwrap_err().key, "mappedFileSizeCommitLog");
+        c.mapped_file_size_commit_log_bytes = 65536;
+        assert_eq!(c.validate().unwrap_err().key, "maxMessageSize");
+        c.max_message_size_bytes = 1024;
+        c.mapped_file_size_consume_queue_bytes = 30;
+        assert_eq!(c.validate().unwrap_err().key, "mappedFileSizeConsumeQueue");
+        c.mapped_file_size_consume_queue_bytes = 2000;
+        c.validate().unwrap();
+        c.sync_flush_timeout_ms = 0;
+        let e = c.validate().unwrap_err();
+        assert_eq!(e.key, "syncFlushTimeout");
+        assert!(e.to_string().contains("syncFlushTimeout"));
+    }
+}

@@ -1,0 +1,64 @@
+//! Names fixed by RocketMQ: system topics and message property keys.
+
+/// Template topic for auto-created topics.
+pub const AUTO_CREATE_TOPIC: &str = "TBW102";
+/// Delayed messages wait here, queue id = delay level - 1.
+pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+/// Half (prepared) transactional messages.
+pub const TRANS_HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
+/// Op records resolving half messages.
+pub const TRANS_OP_HALF_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
+/// Halves that exhausted their check-backs.
+pub const TRANS_CHECK_MAX_TIME_TOPIC: &str = "TRANS_CHECK_MAX_TIME_TOPIC";
+/// Prefix of a consumer group's retry topic.
+pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
+/// Prefix of a consumer group's dead-letter topic.
+pub const DLQ_GROUP_TOPIC_PREFIX: &str = "%DLQ%";
+/// Topic that records consumer offset moves.
+pub const OFFSET_MOVED_EVENT: &str = "OFFSET_MOVED_EVENT";
+/// Pseudo topic under which the RocksDB backend keeps its dispatch checkpoint.
+pub const CHECKPOINT_TOPIC: &str = "CHECKPOINT_TOPIC";
+
+/// Message property keys (`MessageConst` in RocketMQ).
+pub mod property {
+    /// Space-separated business keys, indexed for query by key.
+    pub const KEYS: &str = "KEYS";
+    /// The tag; its Java hash code is the consume-queue tagsCode.
+    pub const TAGS: &str = "TAGS";
+    /// Delay level requested by the producer.
+    pub const DELAY_TIME_LEVEL: &str = "DELAY";
+    /// Whether the producer waits for the store (SYNC_FLUSH) to answer.
+    pub const WAIT_STORE_MSG_OK: &str = "WAIT";
+    /// Client-generated unique message id, indexed like a key.
+    pub const UNIQ_CLIENT_MESSAGE_ID_KEYIDX: &str = "UNIQ_KEY";
+    /// Original topic of a rewritten (delayed / transactional) message.
+    pub const REAL_TOPIC: &str = "REAL_TOPIC";
+    /// Original queue id of a rewritten message.
+    pub const REAL_QUEUE_ID: &str = "REAL_QID";
+    /// "true" on a prepared transactional message.
+    pub const TRANSACTION_PREPARED: &str = "TRAN_MSG";
+    /// Producer group of a transactional message.
+    pub const PRODUCER_GROUP: &str = "PGROUP";
+    /// Topic a retried message was first sent to.
+    pub const RETRY_TOPIC: &str = "RETRY_TOPIC";
+    /// How many times the message was consumed again.
+    pub const RECONSUME_TIME: &str = "RECONSUME_TIME";
+    /// Retries allowed before the DLQ.
+    pub const MAX_RECONSUME_TIMES: &str = "MAX_RECONSUME_TIMES";
+    /// offsetMsgId of the message a retry copies.
+    pub const ORIGIN_MESSAGE_ID: &str = "ORIGIN_MESSAGE_ID";
+    /// How many check-backs a half message has had.
+    pub const TRANSACTION_CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
+    /// Seconds before the first check-back of a half message.
+    pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
+    /// Queue offset of the half message in the half topic.
+    pub const TRAN_PREPARED_QUEUE_OFFSET: &str = "TRAN_PREPARED_QUEUE_OFFSET";
+    /// Transaction id chosen by the producer.
+    pub const TRANSACTION_ID: &str = "__transactionId__";
+    /// Queue min offset, set on pulled messages.
+    pub const MIN_OFFSET: &str = "MIN_OFFSET";
+    /// Queue max offset, set on pulled messages.
+    pub const MAX_OFFSET: &str = "MAX_OFFSET";
+    /// Cluster name of the broker.
+    pub const CLUSTER: &str = "CLUSTER";
+}

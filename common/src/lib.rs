@@ -1,0 +1,20 @@
+//! Engine-free building blocks shared by every crate of the broker: the message
+//! model and its CommitLog record codec (RocketMQ's V1 layout), name validation,
+//! the dispatch request, the store configuration and the [`cq::ConsumeQueueStore`]
+//! trait with its in-memory model.
+//!
+//! This crate must not depend on any storage engine (no RocksDB, no mmap): the
+//! backends depend on it, never the other way round.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod constants;
+pub mod cq;
+pub mod dispatch;
+pub mod message;
+pub mod names;
+pub mod time;
+
+pub use config::{ConfigError, CqBackend, FlushDiskType, StoreConfig};
+pub use dispatch::DispatchRequest;

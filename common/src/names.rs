@@ -1,0 +1,113 @@
+//! Topic and group name rules (RocketMQ's `Validators` / `TopicValidator`).
+
+use crate::constants::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
+
+/// Longest ordinary topic name.
+pub const MAX_TOPIC_LEN: usize = 127;
+/// Longest retry or DLQ topic name.
+pub const MAX_RETRY_TOPIC_LEN: usize = 255;
+/// Longest consumer or producer group name.
+pub const MAX_GROUP_LEN: usize = 120;
+
+/// Why a name was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// Empty or blank.
+    #[error("{kind} name is empty")]
+    Empty {
+        /// "topic" or "group".
+        kind: &'static str,
+    },
+    /// Longer than allowed.
+    #[error("{kind} name {name:?} is {len} characters, at most {max}")]
+    TooLong {
+        /// "topic" or "group".
+        kind: &'static str,
+        /// The name.
+        name: String,
+        /// Its length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A character outside `[%|a-zA-Z0-9_-]`.
+    #[error("{kind} name {name:?} has a character outside [%|a-zA-Z0-9_-]")]
+    IllegalCharacter {
+        /// "topic" or "group".
+        kind: &'static str,
+        /// The name.
+        name: String,
+    },
+}
+
+fn legal_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '%' | '|' | '_' | '-')
+}
+
+fn check(kind: &'static str, name: &str, max: usize) -> Result<(), NameError> {
+    if name.trim().is_empty() {
+        return Err(NameError::Empty { kind });
+    }
+    if !name.chars().all(legal_char) {
+        return Err(NameError::IllegalCharacter {
+            kind,
+            name: name.to_owned(),
+        });
+    }
+    if name.len() > max {
+        return Err(NameError::TooLong {
+            kind,
+            name: name.to_owned(),
+            len: name.len(),
+            max,
+        });
+    }
+    Ok(())
+}
+
+/// Checks a topic name: `^[%|a-zA-Z0-9_-]+$`, at most 127 characters, or 255
+/// for `%RETRY%` / `%DLQ%` topics.
+pub fn validate_topic(name: &str) -> Result<(), NameError> {
+    let max = if name.starts_with(RETRY_GROUP_TOPIC_PREFIX) || name.starts_with(DLQ_GROUP_TOPIC_PREFIX)
+    {
+        MAX_RETRY_TOPIC_LEN
+    } else {
+        MAX_TOPIC_LEN
+    };
+    check("topic", name, max)
+}
+
+/// Checks a group name: same characters as a topic, at most 120.
+pub fn validate_group(name: &str) -> Result<(), NameError> {
+    check("group", name, MAX_GROUP_LEN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topics() {
+        assert!(validate_topic("TopicTest").is_ok());
+        assert!(validate_topic("%RETRY%group_1").is_ok());
+        assert!(validate_topic("a|b-c_d").is_ok());
+        assert!(matches!(validate_topic(""), Err(NameError::Empty { .. })));
+        assert!(matches!(validate_topic("   "), Err(NameError::Empty { .. })));
+        assert!(matches!(validate_topic("a b"), Err(NameError::IllegalCharacter { .. })));
+        assert!(matches!(validate_topic("a/b"), Err(NameError::IllegalCharacter { .. })));
+        assert!(matches!(validate_topic("tópico"), Err(NameError::IllegalCharacter { .. })));
+        assert!(validate_topic(&"t".repeat(127)).is_ok());
+        assert!(matches!(validate_topic(&"t".repeat(128)), Err(NameError::TooLong { len: 128, .. })));
+        let retry = format!("%RETRY%{}", "g".repeat(200));
+        assert!(validate_topic(&retry).is_ok());
+        let retry = format!("%DLQ%{}", "g".repeat(251));
+        assert!(matches!(validate_topic(&retry), Err(NameError::TooLong { max: 255, .. })));
+    }
+
+    #[test]
+    fn groups() {
+        assert!(validate_group("please_rename_unique_group_name").is_ok());
+        assert!(matches!(validate_group(&"g".repeat(121)), Err(NameError::TooLong { .. })));
+        assert!(matches!(validate_group("g!"), Err(NameError::IllegalCharacter { .. })));
+    }
+}
