@@ -1,0 +1,1 @@
+//! The classic file consume queue (being written).

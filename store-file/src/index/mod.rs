@@ -1,0 +1,1 @@
+//! IndexFile: query by key and UNIQ_KEY (being written).
