@@ -199,7 +199,7 @@ impl StoreConfig {
             ));
         }
         let cq = self.mapped_file_size_consume_queue_bytes;
-        if cq == 0 || cq % CQ_UNIT_SIZE != 0 || cq > i32::MAX as u64 {
+        if cq == 0 || !cq.is_multiple_of(CQ_UNIT_SIZE) || cq > i32::MAX as u64 {
             return Err(ConfigError::new(
                 "mappedFileSizeConsumeQueue",
                 format!("{cq} must be a positive multiple of {CQ_UNIT_SIZE} below 2^31"),

@@ -3,6 +3,14 @@
 //! checkpoint, abort and lock files of a store root.
 #![deny(unsafe_code)]
 
-pub mod mapped_file;
+pub mod commitlog;
 pub mod cq;
+pub mod error;
 pub mod index;
+pub mod mapped_file;
+pub mod root;
+
+pub use commitlog::{AppendResult, CommitLog, FlushService, RecoverOptions, RecoveryReport};
+pub use cq::FileConsumeQueueStore;
+pub use error::StoreError;
+pub use index::{IndexError, IndexService};

@@ -126,15 +126,61 @@ impl MappedFile {
     /// fit.
     pub fn append(&self, data: &[u8]) -> Option<usize> {
         let pos = self.wrote_position.load(Ordering::Acquire);
-        let end = pos.checked_add(data.len()).filter(|e| *e <= self.file_size)?;
+        let end = pos
+            .checked_add(data.len())
+            .filter(|e| *e <= self.file_size)?;
         // SAFETY: `pos..end` lies inside the mapping (checked above). It is
         // above the published write position, so no reader holds a slice of
         // it, and the single-writer rule means no other thread writes it.
         unsafe {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), self.map.as_mut_ptr().add(pos), data.len());
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                self.map.as_mut_ptr().add(pos),
+                data.len(),
+            );
         }
         self.wrote_position.store(end, Ordering::Release);
         Some(pos)
+    }
+
+    /// Overwrites `pos..pos+data.len()` anywhere in the file, for formats that
+    /// update fields in place (the IndexFile header and hash slots). Does not
+    /// move the write position; lowers the flushed position to `pos` so that
+    /// the next [`MappedFile::flush`] covers the bytes. Fails with
+    /// `InvalidInput` if the range is outside the file.
+    ///
+    /// `&mut self` is the whole concurrency contract: while it is held, no
+    /// slice returned by [`MappedFile::slice`] is alive and no other thread
+    /// reads or writes through this handle. Callers that share the file keep
+    /// it behind a lock (the IndexFile uses a `RwLock`).
+    pub fn write_at(&mut self, pos: usize, data: &[u8]) -> io::Result<()> {
+        let in_bounds = pos
+            .checked_add(data.len())
+            .is_some_and(|end| end <= self.file_size);
+        if !in_bounds {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "write of {} bytes at {pos} is outside {} ({} bytes)",
+                    data.len(),
+                    self.path.display(),
+                    self.file_size
+                ),
+            ));
+        }
+        // SAFETY: `pos..pos + data.len()` lies inside the mapping (checked
+        // above). The exclusive borrow of `self` means no slice of the mapping
+        // handed out by `slice` is alive and no other writer exists, so
+        // nothing observes the bytes while they change.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                self.map.as_mut_ptr().add(pos),
+                data.len(),
+            );
+        }
+        self.flushed_position.fetch_min(pos, Ordering::AcqRel);
+        Ok(())
     }
 
     /// The bytes `pos..pos+len`, if they lie below the write position.
@@ -215,6 +261,59 @@ impl MappedFile {
     }
 }
 
+/// Recovery-only operations.
+impl MappedFile {
+    /// Sets the write position to `pos` and zeroes every non-zero byte from
+    /// there to the end of the file, so that bytes left by a crash past the
+    /// valid tail can never be read as records later. Only extents that hold
+    /// data are read (`SEEK_DATA`), so a sparse 1 GiB segment costs little.
+    /// No reader or writer may be active. Returns the number of bytes zeroed.
+    pub fn truncate_and_scrub(&self, pos: usize) -> io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        let pos = pos.min(self.file_size);
+        let fd = self.file.as_raw_fd();
+        let mut zeroed = 0usize;
+        let mut cursor = pos;
+        while cursor < self.file_size {
+            // SAFETY: lseek on a descriptor this struct owns; no memory is
+            // passed, and the result is checked.
+            let data = unsafe { libc::lseek(fd, cursor as libc::off_t, libc::SEEK_DATA) };
+            if data < 0 {
+                let err = io::Error::last_os_error();
+                if err.raw_os_error() == Some(libc::ENXIO) {
+                    break; // no data after `cursor`
+                }
+                return Err(err);
+            }
+            let start = (data as usize).max(cursor);
+            // SAFETY: as above.
+            let hole = unsafe { libc::lseek(fd, start as libc::off_t, libc::SEEK_HOLE) };
+            let end = if hole < 0 {
+                self.file_size
+            } else {
+                (hole as usize).min(self.file_size)
+            };
+            let mut page = start;
+            while page < end {
+                let len = (PAGE_SIZE - page % PAGE_SIZE).min(end - page);
+                // SAFETY: `page..page+len` is inside the mapping; recovery
+                // runs before any reader or writer exists (caller contract).
+                let bytes = unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(page), len) };
+                if bytes.iter().any(|b| *b != 0) {
+                    // SAFETY: same range, same exclusivity.
+                    unsafe { std::ptr::write_bytes(self.map.as_mut_ptr().add(page), 0, len) };
+                    zeroed += len;
+                }
+                page += len;
+            }
+            cursor = end.max(start + 1);
+        }
+        self.wrote_position.store(pos, Ordering::Release);
+        self.flushed_position.store(pos, Ordering::Release);
+        Ok(zeroed)
+    }
+}
+
 /// Page size used for the least-pages flush rule.
 pub const PAGE_SIZE: usize = 4096;
 
@@ -232,7 +331,11 @@ mod tests {
         assert_eq!(f.slice(0, 10), Some(&b"helloworld"[..]));
         assert_eq!(f.slice(5, 6), None, "beyond the write position");
         assert_eq!(f.append(&[1u8; 8192]), None, "does not fit");
-        assert_eq!(f.flush(4, FlushMethod::Fdatasync).unwrap(), 0, "below least pages");
+        assert_eq!(
+            f.flush(4, FlushMethod::Fdatasync).unwrap(),
+            0,
+            "below least pages"
+        );
         assert_eq!(f.flush(0, FlushMethod::Msync).unwrap(), 10);
         f.truncate_to(5);
         assert_eq!(f.wrote_position(), 5);

@@ -113,13 +113,11 @@ impl ConsumeQueueStore for MemoryConsumeQueueStore {
             }
             // Dense read: stop at the first missing offset, as the RocksDB
             // backend's multi-get does.
-            let mut next = from;
-            for (off, (unit, _)) in q.units.range(from..).take(max_count) {
-                if *off != next {
+            for (expected, (off, (unit, _))) in (from..).zip(q.units.range(from..).take(max_count)) {
+                if *off != expected {
                     break;
                 }
                 out.push(*unit);
-                next += 1;
             }
             Ok(())
         })

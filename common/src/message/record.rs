@@ -95,6 +95,13 @@ pub enum RecordError {
         /// Their length.
         len: usize,
     },
+    /// The topic or properties at the end of the record are not what a
+    /// complete write leaves (a torn write zeroes a record's tail).
+    #[error("record tail is incomplete: {detail}")]
+    Incomplete {
+        /// What was found.
+        detail: &'static str,
+    },
     /// A property could not be encoded.
     #[error(transparent)]
     Properties(#[from] super::PropertiesError),

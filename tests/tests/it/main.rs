@@ -1,1 +1,10 @@
-fn main() {}
+//! The one integration-test binary of the workspace (every test binary links
+//! RocksDB statically, so there is only this one).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod store_bad_input;
+mod store_concurrency;
+mod store_crash;
+mod store_read_path;
+mod store_recovery;
+mod store_segments;

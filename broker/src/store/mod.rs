@@ -1,0 +1,133 @@
+//! The message store facade: one CommitLog, one consume-queue backend behind
+//! [`ConsumeQueueStore`], the IndexFile, and the services that tie them
+//! together (flush, reput, consume-queue flush).
+
+mod arrival;
+mod factory;
+mod filter;
+mod get;
+mod lookup;
+mod open;
+mod put;
+mod reput;
+mod services;
+
+pub use arrival::{MessageArrivalListener, QueueWaiters};
+pub use factory::open_consume_queue_store;
+pub use filter::{MessageFilter, TagFilter};
+pub use get::{GetMessageResult, GetStatus};
+pub use put::{PutMessageResult, PutStatus};
+pub use open::StartupReport;
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rmq_common::cq::ConsumeQueueStore;
+use rmq_common::time::Clock;
+use rmq_common::StoreConfig;
+use rmq_store_file::commitlog::CommitLog;
+use rmq_store_file::index::IndexService;
+use rmq_store_file::root::{AbortFile, Checkpoint, RootLock};
+
+use self::reput::Dispatcher;
+use self::services::Services;
+
+/// The store a broker serves from.
+#[derive(Debug)]
+pub struct MessageStore {
+    config: StoreConfig,
+    clock: Arc<dyn Clock>,
+    commit_log: Arc<CommitLog>,
+    cq: Arc<dyn ConsumeQueueStore>,
+    index: Option<Arc<IndexService>>,
+    checkpoint: Arc<Checkpoint>,
+    dispatcher: Arc<Dispatcher>,
+    services: Mutex<Option<Services>>,
+    abort: Mutex<Option<AbortFile>>,
+    lock: Mutex<Option<RootLock>>,
+    shut_down: AtomicBool,
+    startup: StartupReport,
+}
+
+impl MessageStore {
+    /// The configuration the store runs with.
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    /// The clock that stamps store times.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The CommitLog.
+    pub fn commit_log(&self) -> &Arc<CommitLog> {
+        &self.commit_log
+    }
+
+    /// The consume-queue backend.
+    pub fn consume_queue(&self) -> &Arc<dyn ConsumeQueueStore> {
+        &self.cq
+    }
+
+    /// What start-up found and did.
+    pub fn startup_report(&self) -> &StartupReport {
+        &self.startup
+    }
+
+    /// Registers a listener woken after units are dispatched for a queue.
+    pub fn add_arrival_listener(&self, listener: Arc<dyn MessageArrivalListener>) {
+        self.dispatcher.add_listener(listener);
+    }
+
+    /// CommitLog offset reput has dispatched up to.
+    pub fn reput_from_offset(&self) -> i64 {
+        self.dispatcher.reput_from()
+    }
+
+    /// Bytes appended but not yet dispatched to the consume queue.
+    pub fn dispatch_behind_bytes(&self) -> i64 {
+        (self.commit_log.max_offset() - self.dispatcher.reput_from()).max(0)
+    }
+
+    /// Blocks until reput has dispatched everything below `target`, or
+    /// `timeout` passes; returns whether it has.
+    pub fn wait_dispatched_to(&self, target: i64, timeout: std::time::Duration) -> bool {
+        self.dispatcher.wait_reput_to(target, timeout)
+    }
+
+    /// Lowest CommitLog offset still stored.
+    pub fn min_phy_offset(&self) -> i64 {
+        self.commit_log.min_offset()
+    }
+
+    /// CommitLog offset just past the last record.
+    pub fn max_phy_offset(&self) -> i64 {
+        self.commit_log.max_offset()
+    }
+
+    fn ensure_running(&self) -> Result<(), rmq_store_file::StoreError> {
+        if self.shut_down.load(Ordering::Acquire) {
+            Err(rmq_store_file::StoreError::ShutDown)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// A shared i64 read by many threads.
+#[derive(Debug, Default)]
+pub(crate) struct SharedOffset(AtomicI64);
+
+impl SharedOffset {
+    pub(crate) fn new(v: i64) -> Self {
+        Self(AtomicI64::new(v))
+    }
+    pub(crate) fn get(&self) -> i64 {
+        self.0.load(Ordering::Acquire)
+    }
+    pub(crate) fn set(&self, v: i64) {
+        self.0.store(v, Ordering::Release);
+    }
+}

@@ -1,0 +1,145 @@
+//! Start-up: lock the root, recover the CommitLog tail, bring the consume
+//! queue in line with it, dispatch what it missed, then start the services.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rmq_common::config::CqBackend;
+use rmq_common::cq::ConsumeQueueStore;
+use rmq_common::time::{Clock, SystemClock};
+use rmq_common::StoreConfig;
+use rmq_store_file::commitlog::{CommitLog, RecoverOptions, RecoveryReport};
+use rmq_store_file::index::IndexService;
+use rmq_store_file::root::{AbortFile, Checkpoint, RootLock};
+use rmq_store_file::StoreError;
+
+use super::factory::open_consume_queue_store;
+use super::reput::Dispatcher;
+use super::services::Services;
+use super::MessageStore;
+
+/// What start-up found and did.
+#[derive(Debug, Clone)]
+pub struct StartupReport {
+    /// The previous run crashed (abort file found).
+    pub abnormal: bool,
+    /// Consume-queue backend in use.
+    pub backend: CqBackend,
+    /// CommitLog recovery.
+    pub recovery: RecoveryReport,
+    /// Where reput restarted.
+    pub redispatch_from: i64,
+    /// Records dispatched before the store opened for business.
+    pub redispatched_records: u64,
+    /// Queues known after start-up.
+    pub queues: usize,
+    /// Whole start-up time.
+    pub elapsed: Duration,
+}
+
+impl MessageStore {
+    /// Opens the store with the system clock and the configured backend.
+    pub fn open(config: StoreConfig) -> Result<Self, StoreError> {
+        Self::open_with(config, Arc::new(SystemClock), None)
+    }
+
+    /// Opens the store with an injected clock and, optionally, an already
+    /// opened consume-queue backend (tests use the in-memory model).
+    pub fn open_with(
+        config: StoreConfig,
+        clock: Arc<dyn Clock>,
+        cq: Option<Box<dyn ConsumeQueueStore>>,
+    ) -> Result<Self, StoreError> {
+        let started = Instant::now();
+        config.validate()?;
+        let root = config.store_path_root_dir.clone();
+        let lock = RootLock::acquire(&root)?;
+        let abnormal = AbortFile::previous_run_crashed(&root);
+        if abnormal {
+            tracing::warn!(root = %root.display(), "abort file found: the last run did not shut down cleanly; recovering");
+        }
+        let cq: Arc<dyn ConsumeQueueStore> = match cq {
+            Some(cq) => Arc::from(cq),
+            None => Arc::from(open_consume_queue_store(&config)?),
+        };
+        let backend = cq.backend();
+        let dispatched = cq.dispatched_phy_offset()?;
+        let (commit_log, recovery) = CommitLog::open(
+            &config,
+            Arc::clone(&clock),
+            RecoverOptions {
+                abnormal,
+                check_crc: config.check_crc_on_recover,
+                scan_from: dispatched,
+            },
+        )?;
+        let commit_log = Arc::new(commit_log);
+        // No unit may point at or past the valid tail.
+        cq.truncate_from_phy(recovery.tail)?;
+        let index = if config.message_index_enable {
+            Some(Arc::new(IndexService::open(&config)?))
+        } else {
+            None
+        };
+        let checkpoint = Arc::new(Checkpoint::open(&root)?);
+        let abort = AbortFile::create(&root)?;
+
+        let redispatch_from = cq
+            .dispatched_phy_offset()?
+            .clamp(commit_log.min_offset(), recovery.tail);
+        let dispatcher = Arc::new(Dispatcher::new(
+            Arc::clone(&commit_log),
+            Arc::clone(&cq),
+            index.clone(),
+            redispatch_from,
+        ));
+        // Dispatch everything the consume queue missed before any new append
+        // takes a queue offset, so offsets continue without reuse.
+        let redispatched_records = dispatcher.catch_up()?;
+        let queues = cq.queues()?;
+        let mut offsets = Vec::with_capacity(queues.len());
+        for q in &queues {
+            let max = cq.max_offset(&q.topic, q.queue_id)?;
+            offsets.push((q.clone(), max));
+        }
+        commit_log.set_queue_offsets(offsets);
+
+        let services = Services::start(&config, &commit_log, &cq, index.as_ref(), &checkpoint, &dispatcher)?;
+        let startup = StartupReport {
+            abnormal,
+            backend,
+            recovery,
+            redispatch_from,
+            redispatched_records,
+            queues: queues.len(),
+            elapsed: started.elapsed(),
+        };
+        tracing::info!(
+            root = %root.display(),
+            backend = %backend,
+            abnormal,
+            tail = startup.recovery.tail,
+            redispatch_from,
+            redispatched_records,
+            queues = startup.queues,
+            elapsed_ms = startup.elapsed.as_millis() as u64,
+            "message store started"
+        );
+        Ok(Self {
+            config,
+            clock,
+            commit_log,
+            cq,
+            index,
+            checkpoint,
+            dispatcher,
+            services: Mutex::new(Some(services)),
+            abort: Mutex::new(Some(abort)),
+            lock: Mutex::new(Some(lock)),
+            shut_down: AtomicBool::new(false),
+            startup,
+        })
+    }
+}

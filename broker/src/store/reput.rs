@@ -1,0 +1,294 @@
+//! Reput: follows the CommitLog behind the writer and dispatches every record
+//! to the consume queue and the index, then wakes waiting readers.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+use rmq_common::cq::{ConsumeQueueStore, CqPut};
+use rmq_common::message::record::{peek_frame, Frame, RecordView};
+use rmq_common::DispatchRequest;
+use rmq_store_file::commitlog::CommitLog;
+use rmq_store_file::index::IndexService;
+use rmq_store_file::StoreError;
+
+use super::arrival::MessageArrivalListener;
+use super::SharedOffset;
+
+/// Records dispatched in one pass at most (one consume-queue batch).
+const MAX_RECORDS_PER_PASS: usize = 4096;
+/// How often catch-up logs its progress.
+const PROGRESS_LOG_INTERVAL: Duration = Duration::from_secs(5);
+
+/// How a pass ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pass {
+    /// Dispatched this many records (the pass may have ended at a segment end).
+    Progress(usize),
+    /// Nothing new to dispatch.
+    Idle,
+}
+
+/// Dispatch state shared by the start-up catch-up, the reput thread and shutdown.
+#[derive(Debug)]
+pub(crate) struct Dispatcher {
+    commit_log: Arc<CommitLog>,
+    cq: Arc<dyn ConsumeQueueStore>,
+    index: Option<Arc<IndexService>>,
+    reput_from: SharedOffset,
+    listeners: RwLock<Vec<Arc<dyn MessageArrivalListener>>>,
+    pass_lock: Mutex<()>,
+    new_data: Mutex<bool>,
+    new_data_cv: Condvar,
+    progress: Mutex<()>,
+    progress_cv: Condvar,
+}
+
+impl Dispatcher {
+    pub(crate) fn new(
+        commit_log: Arc<CommitLog>,
+        cq: Arc<dyn ConsumeQueueStore>,
+        index: Option<Arc<IndexService>>,
+        reput_from: i64,
+    ) -> Self {
+        Self {
+            commit_log,
+            cq,
+            index,
+            reput_from: SharedOffset::new(reput_from),
+            listeners: RwLock::new(Vec::new()),
+            pass_lock: Mutex::new(()),
+            new_data: Mutex::new(false),
+            new_data_cv: Condvar::new(),
+            progress: Mutex::new(()),
+            progress_cv: Condvar::new(),
+        }
+    }
+
+    pub(crate) fn reput_from(&self) -> i64 {
+        self.reput_from.get()
+    }
+
+    pub(crate) fn add_listener(&self, l: Arc<dyn MessageArrivalListener>) {
+        self.listeners.write().push(l);
+    }
+
+    /// Called after an append so the reput thread need not poll.
+    pub(crate) fn notify_new_data(&self) {
+        *self.new_data.lock() = true;
+        self.new_data_cv.notify_one();
+    }
+
+    /// Waits for an append notification, at most `timeout`.
+    pub(crate) fn wait_for_data(&self, timeout: Duration) {
+        let mut flag = self.new_data.lock();
+        if !*flag {
+            self.new_data_cv.wait_for(&mut flag, timeout);
+        }
+        *flag = false;
+    }
+
+    /// Blocks until reput has passed `target`, or `timeout`.
+    pub(crate) fn wait_reput_to(&self, target: i64, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut guard = self.progress.lock();
+        while self.reput_from() < target {
+            if self.progress_cv.wait_until(&mut guard, deadline).timed_out() {
+                return self.reput_from() >= target;
+            }
+        }
+        true
+    }
+
+    /// Dispatches every record up to the CommitLog's current max offset.
+    pub(crate) fn catch_up(&self) -> Result<u64, StoreError> {
+        let started = Instant::now();
+        let mut last_log = Instant::now();
+        let mut total = 0u64;
+        let target = self.commit_log.max_offset();
+        loop {
+            match self.dispatch_pass()? {
+                Pass::Idle => break,
+                Pass::Progress(n) => total += n as u64,
+            }
+            if last_log.elapsed() >= PROGRESS_LOG_INTERVAL {
+                last_log = Instant::now();
+                tracing::info!(
+                    reput_from = self.reput_from(),
+                    target,
+                    records = total,
+                    "rebuilding consume queue from the CommitLog"
+                );
+            }
+        }
+        if total > 0 {
+            tracing::info!(records = total, elapsed_ms = started.elapsed().as_millis() as u64,
+                backend = %self.cq.backend(), "dispatch caught up");
+        }
+        Ok(total)
+    }
+
+    /// One bounded pass: parses records from `reput_from` to the end of its
+    /// segment's data (at most [`MAX_RECORDS_PER_PASS`]), writes their units
+    /// in one consume-queue batch, indexes them, then wakes readers.
+    pub(crate) fn dispatch_pass(&self) -> Result<Pass, StoreError> {
+        let _only_one = self.pass_lock.lock();
+        let mut from = self.reput_from.get();
+        let min = self.commit_log.min_offset();
+        if from < min {
+            tracing::warn!(reput_from = from, commit_log_min = min,
+                "reput position is below the CommitLog min offset; skipping to it");
+            from = min;
+            self.reput_from.set(min);
+        }
+        if from >= self.commit_log.max_offset() {
+            return Ok(Pass::Idle);
+        }
+        let Some(sel) = self.commit_log.select_from(from) else {
+            return Ok(Pass::Idle);
+        };
+        let bytes = sel.bytes();
+        let mut pos = 0usize;
+        let mut next_from = None;
+        let mut requests: Vec<DispatchRequest> = Vec::new();
+        while pos + 8 <= bytes.len() && requests.len() < MAX_RECORDS_PER_PASS {
+            let at = from + pos as i64;
+            let corrupt = |detail: String| StoreError::Corrupt {
+                path: std::path::PathBuf::from("commitlog"),
+                offset: at,
+                detail,
+            };
+            match peek_frame(&bytes[pos..]).map_err(|e| corrupt(e.to_string()))? {
+                Frame::Message { .. } => {
+                    let view = RecordView::parse(&bytes[pos..], false).map_err(|e| corrupt(e.to_string()))?;
+                    if view.physical_offset() != at {
+                        return Err(corrupt(format!(
+                            "record says it is at {}, found at {at}",
+                            view.physical_offset()
+                        )));
+                    }
+                    requests.push(DispatchRequest::from_record(&view));
+                    pos += view.total_size();
+                }
+                Frame::Blank { .. } => {
+                    next_from = Some(self.commit_log.roll_next(at));
+                    break;
+                }
+                Frame::Empty => break,
+            }
+        }
+        let next_from = next_from.unwrap_or(from + pos as i64);
+        if requests.is_empty() && next_from == from {
+            return Ok(Pass::Idle);
+        }
+        self.apply(&requests, next_from)?;
+        Ok(Pass::Progress(requests.len()))
+    }
+
+    fn apply(&self, requests: &[DispatchRequest], next_from: i64) -> Result<(), StoreError> {
+        let puts: Vec<CqPut> = requests
+            .iter()
+            .filter(|r| r.goes_to_consume_queue())
+            .map(CqPut::from)
+            .collect();
+        if let Err(e) = self.cq.put(&puts, next_from) {
+            let reason = format!("consume queue write failed: {e}");
+            // Appends would pile up undispatched; refuse them and say why.
+            self.commit_log.poison(reason);
+            return Err(e.into());
+        }
+        if let Some(index) = &self.index {
+            for r in requests.iter().filter(|r| r.goes_to_index()) {
+                if let Err(e) = index.build_index(r) {
+                    // The index only speeds up queries by key; a failure there
+                    // must not stop consumption. Log it (rate-limited by the
+                    // logger setup) and carry on.
+                    tracing::warn!(offset = r.commit_log_offset, error = %e, "index build failed");
+                }
+            }
+        }
+        {
+            let _guard = self.progress.lock();
+            self.reput_from.set(next_from);
+        }
+        self.progress_cv.notify_all();
+        let mut arrived: HashMap<(&str, i32), i64> = HashMap::new();
+        for p in &puts {
+            let slot = arrived.entry((p.topic.as_str(), p.queue_id)).or_insert(0);
+            *slot = (*slot).max(p.queue_offset + 1);
+        }
+        let listeners = self.listeners.read();
+        for ((topic, queue_id), max) in arrived {
+            for l in listeners.iter() {
+                l.arrived(topic, queue_id, max);
+            }
+        }
+        Ok(())
+    }
+
+}
+
+/// The reput thread.
+#[derive(Debug)]
+pub(crate) struct ReputThread {
+    stop: Arc<Mutex<bool>>,
+    dispatcher: Arc<Dispatcher>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Longest sleep between passes when no append notified us.
+const IDLE_WAIT: Duration = Duration::from_millis(10);
+/// Back-off after a failed pass, so a persistent failure does not spin.
+const FAILURE_BACKOFF: Duration = Duration::from_millis(500);
+
+impl ReputThread {
+    pub(crate) fn spawn(dispatcher: Arc<Dispatcher>) -> Result<Self, StoreError> {
+        let stop = Arc::new(Mutex::new(false));
+        let (d, s) = (Arc::clone(&dispatcher), Arc::clone(&stop));
+        let thread = std::thread::Builder::new()
+            .name("reput".into())
+            .spawn(move || {
+                let mut last_error: Option<String> = None;
+                while !*s.lock() {
+                    match d.dispatch_pass() {
+                        Ok(Pass::Progress(_)) => last_error = None,
+                        Ok(Pass::Idle) => d.wait_for_data(IDLE_WAIT),
+                        Err(e) => {
+                            let msg = e.to_string();
+                            if last_error.as_deref() != Some(msg.as_str()) {
+                                tracing::error!(error = %msg, reput_from = d.reput_from(), "reput pass failed; retrying");
+                                last_error = Some(msg);
+                            }
+                            d.wait_for_data(FAILURE_BACKOFF);
+                        }
+                    }
+                }
+            })
+            .map_err(|e| StoreError::io("spawn reput thread", e))?;
+        Ok(Self {
+            stop,
+            dispatcher,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stops between passes (never halfway through a batch).
+    pub(crate) fn stop(mut self) {
+        self.stop_inner();
+    }
+
+    fn stop_inner(&mut self) {
+        *self.stop.lock() = true;
+        self.dispatcher.notify_new_data();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for ReputThread {
+    fn drop(&mut self) {
+        self.stop_inner();
+    }
+}

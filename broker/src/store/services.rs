@@ -1,0 +1,220 @@
+//! The store's background threads and the order in which they stop.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use rmq_common::cq::ConsumeQueueStore;
+use rmq_common::StoreConfig;
+use rmq_store_file::commitlog::{CommitLog, FlushService, FlushSettings};
+use rmq_store_file::index::IndexService;
+use rmq_store_file::root::Checkpoint;
+use rmq_store_file::StoreError;
+
+use super::reput::{Dispatcher, ReputThread};
+use super::MessageStore;
+
+/// Running threads of a store.
+#[derive(Debug)]
+pub(crate) struct Services {
+    flush: FlushService,
+    reput: ReputThread,
+    cq_flush: CqFlushThread,
+}
+
+impl Services {
+    pub(crate) fn start(
+        config: &StoreConfig,
+        commit_log: &Arc<CommitLog>,
+        cq: &Arc<dyn ConsumeQueueStore>,
+        index: Option<&Arc<IndexService>>,
+        checkpoint: &Arc<Checkpoint>,
+        dispatcher: &Arc<Dispatcher>,
+    ) -> Result<Self, StoreError> {
+        let flush = FlushService::spawn(Arc::clone(commit_log), FlushSettings::from_config(config))?;
+        let reput = ReputThread::spawn(Arc::clone(dispatcher))?;
+        let cq_flush = CqFlushThread::spawn(
+            Duration::from_millis(config.flush_interval_consume_queue_ms),
+            FlushTargets {
+                commit_log: Arc::clone(commit_log),
+                cq: Arc::clone(cq),
+                index: index.cloned(),
+                checkpoint: Arc::clone(checkpoint),
+            },
+        )?;
+        Ok(Self { flush, reput, cq_flush })
+    }
+}
+
+/// What the consume-queue flush thread makes durable.
+#[derive(Debug, Clone)]
+pub(crate) struct FlushTargets {
+    commit_log: Arc<CommitLog>,
+    cq: Arc<dyn ConsumeQueueStore>,
+    index: Option<Arc<IndexService>>,
+    checkpoint: Arc<Checkpoint>,
+}
+
+impl FlushTargets {
+    /// Flushes consume queue, index and checkpoint. A failed consume-queue
+    /// flush poisons the CommitLog: the store stops taking writes.
+    pub(crate) fn flush_all(&self) -> Result<(), StoreError> {
+        let logics_ts = self.commit_log.flushed_store_timestamp();
+        if let Err(e) = self.cq.flush() {
+            self.commit_log.poison(format!("consume queue flush failed: {e}"));
+            return Err(e.into());
+        }
+        self.checkpoint.set_logics_ms(logics_ts);
+        if let Some(index) = &self.index {
+            index.flush()?;
+            self.checkpoint.set_index_ms(rmq_common::time::now_ms());
+        }
+        self.checkpoint.set_physic_ms(self.commit_log.flushed_store_timestamp());
+        self.checkpoint.flush()
+    }
+}
+
+/// Flushes the consume queue, index and checkpoint every interval.
+#[derive(Debug)]
+pub(crate) struct CqFlushThread {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl CqFlushThread {
+    fn spawn(interval: Duration, targets: FlushTargets) -> Result<Self, StoreError> {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let s = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("cq-flush".into())
+            .spawn(move || {
+                let mut last_error_log: Option<Instant> = None;
+                loop {
+                    {
+                        let mut stopped = s.0.lock();
+                        if !*stopped {
+                            s.1.wait_for(&mut stopped, interval);
+                        }
+                        if *stopped {
+                            return;
+                        }
+                    }
+                    if let Err(e) = targets.flush_all() {
+                        if last_error_log.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
+                            tracing::error!(error = %e, "consume queue / index flush failed");
+                            last_error_log = Some(Instant::now());
+                        }
+                    }
+                }
+            })
+            .map_err(|e| StoreError::io("spawn consume-queue flush thread", e))?;
+        Ok(Self {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    fn stop(mut self) {
+        self.stop_inner();
+    }
+
+    fn stop_inner(&mut self) {
+        *self.stop.0.lock() = true;
+        self.stop.1.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for CqFlushThread {
+    fn drop(&mut self) {
+        self.stop_inner();
+    }
+}
+
+impl MessageStore {
+    fn flush_targets(&self) -> FlushTargets {
+        FlushTargets {
+            commit_log: Arc::clone(&self.commit_log),
+            cq: Arc::clone(&self.cq),
+            index: self.index.clone(),
+            checkpoint: Arc::clone(&self.checkpoint),
+        }
+    }
+
+    /// Flushes consume queue, index and checkpoint now.
+    pub fn flush_consume_queue(&self) -> Result<(), StoreError> {
+        self.flush_targets().flush_all()
+    }
+
+    /// Clean shutdown: refuse new writes, stop reput and the flush threads,
+    /// dispatch whatever is left, flush everything, and remove the abort file
+    /// only when dispatch fully caught up. Idempotent.
+    pub fn shutdown(&self) -> Result<(), StoreError> {
+        if self.shut_down.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let Some(services) = self.services.lock().take() else {
+            return Ok(());
+        };
+        services.reput.stop();
+        services.flush.stop();
+        services.cq_flush.stop();
+        let caught_up = match self.dispatcher.catch_up() {
+            Ok(_) => self.dispatcher.reput_from() >= self.commit_log.max_offset(),
+            Err(e) => {
+                tracing::error!(error = %e, "final dispatch failed; the next start recovers as after a crash");
+                false
+            }
+        };
+        let flushed = self.flush_consume_queue();
+        let closed = self.cq.close();
+        if let Some(Err(e)) = self.index.as_ref().map(|i| i.close()) {
+            tracing::error!(error = %e, "index close failed");
+        }
+        self.commit_log.shutdown();
+        let clean = caught_up && flushed.is_ok() && closed.is_ok();
+        if let Some(abort) = self.abort.lock().take() {
+            if clean {
+                abort.remove()?;
+            }
+        }
+        self.lock.lock().take();
+        tracing::info!(clean, elapsed_ms = started.elapsed().as_millis() as u64, "message store shut down");
+        flushed?;
+        closed?;
+        Ok(())
+    }
+
+    /// Stops every thread the way `kill -9` would leave the files: nothing
+    /// more is flushed or dispatched and the abort file stays. The lock is
+    /// released so the same process can reopen the store (crash tests).
+    pub fn halt_as_if_crashed(&self) {
+        self.shut_down.store(true, Ordering::Release);
+        if let Some(services) = self.services.lock().take() {
+            // Threads stop between units of work; none of them flush on the
+            // way out except the CommitLog flush thread, whose final flush
+            // only makes durable what a crash would have kept in the page
+            // cache anyway.
+            services.reput.stop();
+            services.cq_flush.stop();
+            services.flush.stop();
+        }
+        self.commit_log.shutdown();
+        // Drop the abort marker's handle; the file itself stays.
+        self.abort.lock().take();
+        self.lock.lock().take();
+    }
+}
+
+impl Drop for MessageStore {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            tracing::error!(error = %e, "message store shutdown failed");
+        }
+    }
+}

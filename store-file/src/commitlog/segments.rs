@@ -1,0 +1,328 @@
+//! The CommitLog's segment files: named by their 20-digit start offset, all of
+//! one size, contiguous. The next segment is created by a background thread
+//! ahead of need, so a roll-over rarely waits for file creation.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::error::{Result, StoreError};
+use crate::mapped_file::MappedFile;
+
+/// File name of the segment starting at `offset`.
+pub fn segment_name(offset: i64) -> String {
+    format!("{offset:020}")
+}
+
+/// Parses a 20-digit segment name.
+pub fn parse_segment_name(name: &str) -> Option<i64> {
+    (name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| name.parse().ok())
+        .flatten()
+}
+
+#[derive(Debug)]
+struct Allocator {
+    requests: mpsc::Sender<i64>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// The ordered list of segments.
+#[derive(Debug)]
+pub struct SegmentQueue {
+    dir: PathBuf,
+    segment_size: usize,
+    segments: RwLock<Vec<Arc<MappedFile>>>,
+    prepared: Arc<Mutex<Option<Arc<MappedFile>>>>,
+    allocator: Mutex<Option<Allocator>>,
+}
+
+impl SegmentQueue {
+    /// Loads the segments in `dir` (created if missing). Each must have a
+    /// 20-digit name, be `segment_size` bytes, and follow the previous one.
+    pub fn load(dir: &Path, segment_size: usize) -> Result<Self> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| StoreError::io(format!("create {}", dir.display()), e))?;
+        let mut found = Vec::new();
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| StoreError::io(format!("list {}", dir.display()), e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::io(format!("list {}", dir.display()), e))?;
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".tmp") {
+                continue;
+            }
+            let offset = parse_segment_name(&name).ok_or_else(|| StoreError::Corrupt {
+                path: path.clone(),
+                offset: -1,
+                detail: "CommitLog file name is not a 20-digit offset".into(),
+            })?;
+            found.push((offset, path));
+        }
+        found.sort();
+        let mut segments = Vec::with_capacity(found.len());
+        for (offset, path) in found {
+            if offset % segment_size as i64 != 0 {
+                return Err(StoreError::Corrupt {
+                    path,
+                    offset,
+                    detail: format!(
+                        "start offset is not a multiple of the segment size {segment_size}"
+                    ),
+                });
+            }
+            if let Some(prev) = segments
+                .last()
+                .map(|s: &Arc<MappedFile>| s.file_from_offset())
+            {
+                if offset != prev + segment_size as i64 {
+                    return Err(StoreError::Corrupt {
+                        path,
+                        offset,
+                        detail: format!("gap after the segment starting at {prev}"),
+                    });
+                }
+            }
+            let file =
+                MappedFile::open(&path, offset, segment_size).map_err(|e| StoreError::Corrupt {
+                    path: path.clone(),
+                    offset,
+                    detail: e.to_string(),
+                })?;
+            segments.push(Arc::new(file));
+        }
+        Ok(Self {
+            dir: dir.to_owned(),
+            segment_size,
+            segments: RwLock::new(segments),
+            prepared: Arc::new(Mutex::new(None)),
+            allocator: Mutex::new(None),
+        })
+    }
+
+    /// Starts the thread that creates the next segment ahead of need.
+    pub fn start_allocator(&self) {
+        let (tx, rx) = mpsc::channel::<i64>();
+        let dir = self.dir.clone();
+        let size = self.segment_size;
+        let prepared = Arc::clone(&self.prepared);
+        let spawned = std::thread::Builder::new()
+            .name("cl-allocate".into())
+            .spawn(move || {
+                while let Ok(offset) = rx.recv() {
+                    let path = dir.join(segment_name(offset));
+                    match MappedFile::create(&path, offset, size) {
+                        Ok(f) => *prepared.lock() = Some(Arc::new(f)),
+                        Err(e) => tracing::warn!(path = %path.display(), error = %e,
+                            "could not create the next CommitLog segment ahead of need; it will be created on demand"),
+                    }
+                }
+            });
+        match spawned {
+            Ok(thread) => {
+                *self.allocator.lock() = Some(Allocator {
+                    requests: tx,
+                    thread: Some(thread),
+                })
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "no CommitLog allocation thread; segments are created on demand")
+            }
+        }
+    }
+
+    /// Stops the allocation thread.
+    pub fn stop_allocator(&self) {
+        if let Some(mut a) = self.allocator.lock().take() {
+            drop(a.requests);
+            if let Some(t) = a.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    /// Segment size in bytes.
+    pub fn segment_size(&self) -> usize {
+        self.segment_size
+    }
+
+    /// All segments, oldest first.
+    pub fn snapshot(&self) -> Vec<Arc<MappedFile>> {
+        self.segments.read().clone()
+    }
+
+    /// The newest segment.
+    pub fn last(&self) -> Option<Arc<MappedFile>> {
+        self.segments.read().last().cloned()
+    }
+
+    /// The segment holding `offset`.
+    pub fn find(&self, offset: i64) -> Option<Arc<MappedFile>> {
+        let segs = self.segments.read();
+        let first = segs.first()?.file_from_offset();
+        if offset < first {
+            return None;
+        }
+        let idx = usize::try_from((offset - first) / self.segment_size as i64).ok()?;
+        segs.get(idx).cloned()
+    }
+
+    /// Lowest offset still stored.
+    pub fn min_offset(&self) -> i64 {
+        self.segments
+            .read()
+            .first()
+            .map_or(0, |s| s.file_from_offset())
+    }
+
+    /// Offset just past the last written byte.
+    pub fn max_offset(&self) -> i64 {
+        self.segments
+            .read()
+            .last()
+            .map_or(0, |s| s.file_from_offset() + s.wrote_position() as i64)
+    }
+
+    /// Appends a new, empty segment starting at `offset` (taking the one made
+    /// ahead of need if it matches) and asks for the one after it.
+    pub fn create_segment(&self, offset: i64) -> Result<Arc<MappedFile>> {
+        let ready = self
+            .prepared
+            .lock()
+            .take()
+            .filter(|f| f.file_from_offset() == offset);
+        let file = match ready {
+            Some(f) => f,
+            None => {
+                let path = self.dir.join(segment_name(offset));
+                Arc::new(
+                    MappedFile::create(&path, offset, self.segment_size).map_err(|e| {
+                        StoreError::io(format!("create segment {}", path.display()), e)
+                    })?,
+                )
+            }
+        };
+        self.segments.write().push(Arc::clone(&file));
+        if let Some(a) = self.allocator.lock().as_ref() {
+            let _ = a.requests.send(offset + self.segment_size as i64);
+        }
+        Ok(file)
+    }
+
+    /// Deletes every segment that starts after `offset` (left behind by a
+    /// crash, or made ahead of need) and returns how many went.
+    pub fn delete_after(&self, offset: i64) -> Result<usize> {
+        let removed: Vec<Arc<MappedFile>> = {
+            let mut segs = self.segments.write();
+            let keep = segs
+                .iter()
+                .take_while(|s| s.file_from_offset() <= offset)
+                .count();
+            segs.drain(keep..).collect()
+        };
+        let n = removed.len();
+        for seg in removed {
+            let path = seg.path().to_owned();
+            drop(seg);
+            std::fs::remove_file(&path).map_err(|e| {
+                StoreError::io(format!("delete dirty segment {}", path.display()), e)
+            })?;
+            tracing::warn!(path = %path.display(), "deleted CommitLog segment beyond the valid tail");
+        }
+        Ok(n)
+    }
+
+    /// Removes the oldest segment from the list (retention) and deletes its
+    /// file once no reader holds it.
+    pub fn delete_first(&self) -> Result<Option<i64>> {
+        let first = {
+            let mut segs = self.segments.write();
+            if segs.len() <= 1 {
+                return Ok(None);
+            }
+            segs.remove(0)
+        };
+        let from = first.file_from_offset();
+        let path = first.path().to_owned();
+        drop(first);
+        std::fs::remove_file(&path)
+            .map_err(|e| StoreError::io(format!("delete segment {}", path.display()), e))?;
+        Ok(Some(from))
+    }
+}
+
+impl Drop for SegmentQueue {
+    fn drop(&mut self) {
+        self.stop_allocator();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(segment_name(1 << 30), "00000000001073741824");
+        assert_eq!(parse_segment_name("00000000001073741824"), Some(1 << 30));
+        assert_eq!(parse_segment_name("0000000000107374182"), None);
+        assert_eq!(parse_segment_name("0000000000107374182x"), None);
+    }
+
+    #[test]
+    fn create_find_and_preallocate() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = SegmentQueue::load(dir.path(), 4096).unwrap();
+        q.start_allocator();
+        let a = q.create_segment(0).unwrap();
+        // The allocator makes the next one; wait for it (bounded).
+        let next = dir.path().join(segment_name(4096));
+        for _ in 0..500 {
+            if q.prepared.lock().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        assert!(next.exists(), "next segment created ahead of need");
+        let b = q.create_segment(4096).unwrap();
+        assert_eq!(b.file_from_offset(), 4096);
+        assert!(Arc::ptr_eq(&q.find(5000).unwrap(), &b));
+        assert!(Arc::ptr_eq(&q.find(0).unwrap(), &a));
+        assert!(q.find(8192).is_none());
+        q.stop_allocator();
+        drop((a, b));
+        assert_eq!(q.delete_after(0).unwrap(), 1);
+        drop(q);
+        // Junk in the folder is a named error.
+        std::fs::write(dir.path().join("junk"), b"x").unwrap();
+        assert!(matches!(
+            SegmentQueue::load(dir.path(), 4096),
+            Err(StoreError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn wrong_size_and_gaps_are_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(segment_name(0)), vec![0u8; 4096]).unwrap();
+        std::fs::write(dir.path().join(segment_name(8192)), vec![0u8; 4096]).unwrap();
+        assert!(matches!(
+            SegmentQueue::load(dir.path(), 4096),
+            Err(StoreError::Corrupt { offset: 8192, .. })
+        ));
+        std::fs::write(dir.path().join(segment_name(8192)), vec![0u8; 100]).unwrap();
+        std::fs::rename(
+            dir.path().join(segment_name(8192)),
+            dir.path().join(segment_name(4096)),
+        )
+        .unwrap();
+        assert!(matches!(
+            SegmentQueue::load(dir.path(), 4096),
+            Err(StoreError::Corrupt { offset: 4096, .. })
+        ));
+    }
+}

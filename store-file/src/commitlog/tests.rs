@@ -1,0 +1,237 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmq_common::message::record::RecordView;
+use rmq_common::message::MessageToStore;
+use rmq_common::time::ManualClock;
+use rmq_common::{FlushDiskType, StoreConfig};
+
+use super::flush::FlushSettings;
+use super::*;
+
+fn config(dir: &std::path::Path, seg: u64) -> StoreConfig {
+    StoreConfig {
+        mapped_file_size_commit_log_bytes: seg,
+        max_message_size_bytes: 2048,
+        ..StoreConfig::with_root(dir)
+    }
+}
+
+fn open(c: &StoreConfig, abnormal: bool) -> (CommitLog, RecoveryReport) {
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    CommitLog::open(
+        c,
+        clock,
+        RecoverOptions {
+            abnormal,
+            check_crc: true,
+            scan_from: 0,
+        },
+    )
+    .unwrap()
+}
+
+fn msg(topic: &str, q: i32, body: &[u8]) -> MessageToStore {
+    MessageToStore::new(topic, q, body)
+}
+
+#[test]
+fn append_assigns_offsets_and_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path(), 64 * 1024);
+    let (log, report) = open(&c, false);
+    assert_eq!(report.tail, 0);
+    let a = log.append(&msg("T", 0, b"a")).unwrap();
+    let b = log.append(&msg("T", 0, b"b")).unwrap();
+    let c1 = log.append(&msg("T", 1, b"c")).unwrap();
+    assert_eq!((a.queue_offset, b.queue_offset, c1.queue_offset), (0, 1, 0));
+    assert_eq!(a.phy_offset, 0);
+    assert_eq!(b.phy_offset, a.end_offset());
+    assert_eq!(log.max_offset(), c1.end_offset());
+    let sel = log.select(b.phy_offset, b.size as usize).unwrap();
+    let view = RecordView::parse(sel.bytes(), true).unwrap();
+    assert_eq!(view.body(), b"b");
+    assert_eq!(view.queue_offset(), 1);
+    assert_eq!(view.physical_offset(), b.phy_offset);
+    assert_eq!(view.store_timestamp(), 1_700_000_000_000);
+    assert_eq!(b.msg_id.len(), 32);
+    assert!(log.select(log.max_offset(), 1).is_none());
+}
+
+#[test]
+fn batch_is_contiguous_and_numbers_each_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, _) = open(&config(dir.path(), 64 * 1024), false);
+    log.append(&msg("T", 0, b"x")).unwrap();
+    let r = log
+        .append_batch(&[
+            msg("T", 0, b"1"),
+            msg("T", 0, b"2"),
+            msg("U", 0, b"3"),
+            msg("T", 0, b"4"),
+        ])
+        .unwrap();
+    let offs: Vec<i64> = r.iter().map(|x| x.queue_offset).collect();
+    assert_eq!(offs, vec![1, 2, 0, 3]);
+    for w in r.windows(2) {
+        assert_eq!(w[0].end_offset(), w[1].phy_offset);
+    }
+    assert_eq!(log.queue_offset("T", 0), 4);
+    assert_eq!(log.queue_offset("U", 0), 1);
+}
+
+#[test]
+fn bad_messages_get_named_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, _) = open(&config(dir.path(), 64 * 1024), false);
+    let big = msg("T", 0, &[0u8; 4096]);
+    assert!(matches!(
+        log.append(&big),
+        Err(StoreError::MessageIllegal { .. })
+    ));
+    assert!(matches!(
+        log.append(&msg("bad topic", 0, b"x")),
+        Err(StoreError::IllegalName(_))
+    ));
+    assert!(matches!(
+        log.append(&msg("T", -1, b"x")),
+        Err(StoreError::MessageIllegal { .. })
+    ));
+    let mut m = msg("T", 0, b"x");
+    m.properties.insert("k", "v\u{1}");
+    assert!(matches!(
+        log.append(&m),
+        Err(StoreError::MessageIllegal { .. })
+    ));
+    assert_eq!(log.max_offset(), 0, "nothing was written");
+}
+
+#[test]
+fn records_never_straddle_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path(), 4096);
+    let (log, _) = open(&c, false);
+    let mut results = Vec::new();
+    for i in 0..200 {
+        results.push(
+            log.append(&msg("T", 0, &vec![i as u8; 100 + i % 50]))
+                .unwrap(),
+        );
+    }
+    for r in &results {
+        let seg_start = r.phy_offset / 4096 * 4096;
+        assert!(
+            r.end_offset() + 8 <= seg_start + 4096,
+            "record {r:?} leaves room for a blank"
+        );
+    }
+    assert!(log.segments().snapshot().len() > 5);
+    drop(log);
+    let (log, report) = open(&c, false);
+    assert_eq!(report.tail, results.last().unwrap().end_offset());
+    assert!(!report.cut);
+    assert_eq!(log.max_offset(), report.tail);
+    // Appends continue after the recovered tail.
+    let next = log.append(&msg("T", 0, b"after")).unwrap();
+    assert_eq!(next.phy_offset, report.tail);
+}
+
+#[test]
+fn sync_flush_group_commit_answers_waiters() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = StoreConfig {
+        flush_disk_type: FlushDiskType::SyncFlush,
+        ..config(dir.path(), 64 * 1024)
+    };
+    let (log, _) = open(&c, false);
+    let log = Arc::new(log);
+    let service = FlushService::spawn(Arc::clone(&log), FlushSettings::from_config(&c)).unwrap();
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                for i in 0..20 {
+                    let r = log.append(&msg("T", t, &[i as u8; 64])).unwrap();
+                    log.wait_flushed(r.end_offset(), Duration::from_secs(10))
+                        .unwrap();
+                    assert!(log.flushed_offset() >= r.end_offset());
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    service.stop();
+    assert_eq!(log.flushed_offset(), log.max_offset());
+}
+
+#[test]
+fn flush_wait_times_out_without_a_flush_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, _) = open(&config(dir.path(), 64 * 1024), false);
+    let r = log.append(&msg("T", 0, b"x")).unwrap();
+    let err = log
+        .wait_flushed(r.end_offset(), Duration::from_millis(20))
+        .unwrap_err();
+    assert!(matches!(err, StoreError::FlushTimeout { .. }), "{err}");
+}
+
+#[test]
+fn torn_tail_is_cut_and_zeroed() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path(), 64 * 1024);
+    let (log, _) = open(&c, false);
+    let a = log.append(&msg("T", 0, b"first")).unwrap();
+    let b = log.append(&msg("T", 0, b"second-record")).unwrap();
+    drop(log);
+    // Tear the second record in the middle.
+    let path = c.commit_log_dir().join(segment_name(0));
+    let mut raw = std::fs::read(&path).unwrap();
+    let cut = (b.phy_offset + 30) as usize;
+    raw[cut..b.end_offset() as usize].fill(0);
+    std::fs::write(&path, &raw).unwrap();
+    let (log, report) = open(&c, true);
+    assert_eq!(report.tail, a.end_offset());
+    assert!(report.cut);
+    assert!(report.zeroed_bytes > 0);
+    let raw = std::fs::read(&path).unwrap();
+    assert!(
+        raw[a.end_offset() as usize..].iter().all(|x| *x == 0),
+        "garbage past the tail is zeroed"
+    );
+    assert_eq!(log.max_offset(), a.end_offset());
+}
+
+#[test]
+fn damage_followed_by_valid_records_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path(), 4096);
+    let (log, _) = open(&c, false);
+    let mut first_seg = Vec::new();
+    for i in 0..100 {
+        let r = log.append(&msg("T", 0, &[i as u8; 200])).unwrap();
+        if r.phy_offset < 4096 {
+            first_seg.push(r);
+        }
+    }
+    drop(log);
+    let path = c.commit_log_dir().join(segment_name(0));
+    let mut raw = std::fs::read(&path).unwrap();
+    raw[first_seg[2].phy_offset as usize + 100] ^= 0xFF; // a body byte
+    std::fs::write(&path, &raw).unwrap();
+    let err = CommitLog::open(
+        &c,
+        Arc::new(ManualClock::new(0)),
+        RecoverOptions {
+            abnormal: true,
+            check_crc: true,
+            scan_from: 0,
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, StoreError::Corrupt { offset, .. } if offset == first_seg[2].phy_offset),
+        "{err}"
+    );
+}

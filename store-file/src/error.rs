@@ -1,0 +1,91 @@
+//! Errors of the file store.
+
+use std::path::PathBuf;
+
+use rmq_common::cq::CqError;
+use rmq_common::message::RecordError;
+use rmq_common::names::NameError;
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The message cannot be stored as it is (RocketMQ's MESSAGE_ILLEGAL).
+    #[error("message illegal: {reason}")]
+    MessageIllegal {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The topic name breaks the naming rules.
+    #[error(transparent)]
+    IllegalName(#[from] NameError),
+    /// The message could not be encoded.
+    #[error("message cannot be encoded: {0}")]
+    Encode(#[source] RecordError),
+    /// File I/O failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done, with the path.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Stored data is damaged somewhere other than a torn tail; the store
+    /// refuses to start rather than cut good data after it.
+    #[error("corrupt store file {path} at log offset {offset}: {detail}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// CommitLog offset of the damage.
+        offset: i64,
+        /// What was found.
+        detail: String,
+    },
+    /// Another process holds the store root.
+    #[error("store root {path} is locked by another process (its `lock` file is held)")]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// An earlier write or flush failed; writes are refused until a restart
+    /// recovers the tail.
+    #[error("store refuses writes after an earlier failure: {reason}")]
+    Poisoned {
+        /// The earlier failure.
+        reason: String,
+    },
+    /// The flush covering a SYNC_FLUSH append did not finish in time. The
+    /// message is stored and will be flushed; only the wait ended.
+    #[error("flush to offset {offset} did not complete within {timeout_ms} ms")]
+    FlushTimeout {
+        /// End offset of the message waited for.
+        offset: i64,
+        /// The wait.
+        timeout_ms: u64,
+    },
+    /// The consume-queue backend failed.
+    #[error(transparent)]
+    ConsumeQueue(#[from] CqError),
+    /// The IndexFile failed.
+    #[error(transparent)]
+    Index(#[from] crate::index::IndexError),
+    /// A configuration value cannot be used.
+    #[error(transparent)]
+    Config(#[from] rmq_common::ConfigError),
+    /// The store is shut down.
+    #[error("store is shut down")]
+    ShutDown,
+}
+
+impl StoreError {
+    /// An I/O error with its context.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+/// Result with [`StoreError`].
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
