@@ -1,3 +1,4 @@
+#![allow(clippy::expect_used)]
 //! Store benchmarks: put + dispatch into the consume queue, per backend, so
 //! the backends sit side by side in one group.
 //!
@@ -18,7 +19,11 @@ fn open(dir: &std::path::Path, backend: CqBackend) -> MessageStore {
     let config = StoreConfig {
         mapped_file_size_commit_log_bytes: 256 * 1024 * 1024,
         message_index_enable: false,
-        consume_queue_store: if backend == CqBackend::Memory { CqBackend::File } else { backend },
+        consume_queue_store: if backend == CqBackend::Memory {
+            CqBackend::File
+        } else {
+            backend
+        },
         ..StoreConfig::with_root(dir)
     };
     let cq: Option<Box<dyn ConsumeQueueStore>> =
@@ -38,7 +43,9 @@ fn put_and_dispatch(store: &MessageStore, queues: i32, iters: u64) -> Duration {
         .collect();
     let start = Instant::now();
     for i in 0..iters {
-        store.put_message(&msgs[(i % queues as u64) as usize]).expect("put");
+        store
+            .put_message(&msgs[(i % queues as u64) as usize])
+            .expect("put");
     }
     assert!(store.wait_dispatched_to(store.max_phy_offset(), Duration::from_secs(120)));
     start.elapsed()
@@ -52,9 +59,11 @@ fn put_dispatch(c: &mut Criterion) {
         for queues in [1, 1000] {
             let dir = tempfile::tempdir().expect("tempdir");
             let store = open(dir.path(), backend);
-            g.bench_with_input(BenchmarkId::new(backend.as_str(), queues), &queues, |b, &q| {
-                b.iter_custom(|iters| put_and_dispatch(&store, q, iters))
-            });
+            g.bench_with_input(
+                BenchmarkId::new(backend.as_str(), queues),
+                &queues,
+                |b, &q| b.iter_custom(|iters| put_and_dispatch(&store, q, iters)),
+            );
         }
     }
     g.finish();

@@ -142,6 +142,31 @@ pub struct StoreConfig {
     /// Most bytes one pull returns.
     #[serde(rename = "maxTransferBytesOnMessageInMemory")]
     pub max_transfer_bytes_on_message_in_memory_bytes: u64,
+    /// RocksDB backend: shared block cache size.
+    #[serde(rename = "rocksdbBlockCacheSize")]
+    pub rocksdb_block_cache_size_bytes: u64,
+    /// RocksDB backend: memtable size per column family.
+    #[serde(rename = "rocksdbWriteBufferSize")]
+    pub rocksdb_write_buffer_size_bytes: u64,
+    /// RocksDB backend: memtables per column family before writes stall.
+    pub rocksdb_max_write_buffer_number: u32,
+    /// RocksDB backend: bloom filter bits per key (0 disables it).
+    pub rocksdb_bloom_bits_per_key: u32,
+    /// RocksDB backend: compaction style of the entry column family,
+    /// `universal` (5.x) or `level`.
+    pub rocksdb_compaction_style: String,
+    /// RocksDB backend: background flush and compaction threads.
+    pub rocksdb_max_background_jobs: u32,
+    /// RocksDB backend: keep a write-ahead log. Off as in 5.x: with atomic
+    /// flush, what reaches SST files is a consistent prefix, and whatever
+    /// only lived in memtables is rebuilt from the CommitLog.
+    pub rocksdb_wal_enabled: bool,
+    /// RocksDB backend: most entries the group-commit writer puts in one
+    /// WriteBatch.
+    pub rocksdb_group_commit_max_entries: u32,
+    /// RocksDB backend: dispatch batches queued for the writer before reput
+    /// waits (back-pressure).
+    pub rocksdb_group_commit_queue_capacity: u32,
 }
 
 impl Default for StoreConfig {
@@ -173,6 +198,15 @@ impl Default for StoreConfig {
                 .to_owned(),
             max_transfer_count_on_message_in_memory: 32,
             max_transfer_bytes_on_message_in_memory_bytes: 256 * 1024,
+            rocksdb_block_cache_size_bytes: 256 * 1024 * 1024,
+            rocksdb_write_buffer_size_bytes: 128 * 1024 * 1024,
+            rocksdb_max_write_buffer_number: 4,
+            rocksdb_bloom_bits_per_key: 16,
+            rocksdb_compaction_style: "universal".to_owned(),
+            rocksdb_max_background_jobs: 4,
+            rocksdb_wal_enabled: false,
+            rocksdb_group_commit_max_entries: 16_384,
+            rocksdb_group_commit_queue_capacity: 64,
         }
     }
 }
@@ -217,7 +251,10 @@ impl StoreConfig {
         for (key, v) in [
             ("syncFlushTimeout", self.sync_flush_timeout_ms),
             ("flushIntervalCommitLog", self.flush_interval_commit_log_ms),
-            ("flushIntervalConsumeQueue", self.flush_interval_consume_queue_ms),
+            (
+                "flushIntervalConsumeQueue",
+                self.flush_interval_consume_queue_ms,
+            ),
         ] {
             if v == 0 {
                 return Err(ConfigError::new(key, "must be at least 1 ms"));
@@ -236,13 +273,50 @@ impl StoreConfig {
             ));
         }
         if self.max_mapped_consume_queue_files < 16 {
-            return Err(ConfigError::new("maxMappedConsumeQueueFiles", "must be at least 16"));
+            return Err(ConfigError::new(
+                "maxMappedConsumeQueueFiles",
+                "must be at least 16",
+            ));
         }
         if !(10..=95).contains(&self.disk_max_used_space_ratio_pct) {
-            return Err(ConfigError::new("diskMaxUsedSpaceRatio", "must be within 10..=95"));
+            return Err(ConfigError::new(
+                "diskMaxUsedSpaceRatio",
+                "must be within 10..=95",
+            ));
+        }
+        if !matches!(
+            self.rocksdb_compaction_style.as_str(),
+            "universal" | "level"
+        ) {
+            return Err(ConfigError::new(
+                "rocksdbCompactionStyle",
+                format!(
+                    "{:?} is neither universal nor level",
+                    self.rocksdb_compaction_style
+                ),
+            ));
+        }
+        if self.rocksdb_group_commit_max_entries == 0
+            || self.rocksdb_group_commit_queue_capacity == 0
+        {
+            return Err(ConfigError::new(
+                "rocksdbGroupCommitMaxEntries",
+                "rocksdbGroupCommitMaxEntries and rocksdbGroupCommitQueueCapacity must be positive",
+            ));
+        }
+        if self.rocksdb_max_write_buffer_number < 2
+            || self.rocksdb_write_buffer_size_bytes < 1024 * 1024
+        {
+            return Err(ConfigError::new(
+                "rocksdbWriteBufferSize",
+                "needs at least 1 MiB and rocksdbMaxWriteBufferNumber at least 2",
+            ));
         }
         if self.max_transfer_count_on_message_in_memory == 0 {
-            return Err(ConfigError::new("maxTransferCountOnMessageInMemory", "must be positive"));
+            return Err(ConfigError::new(
+                "maxTransferCountOnMessageInMemory",
+                "must be positive",
+            ));
         }
         Ok(())
     }

@@ -68,12 +68,12 @@ fn check(kind: &'static str, name: &str, max: usize) -> Result<(), NameError> {
 /// Checks a topic name: `^[%|a-zA-Z0-9_-]+$`, at most 127 characters, or 255
 /// for `%RETRY%` / `%DLQ%` topics.
 pub fn validate_topic(name: &str) -> Result<(), NameError> {
-    let max = if name.starts_with(RETRY_GROUP_TOPIC_PREFIX) || name.starts_with(DLQ_GROUP_TOPIC_PREFIX)
-    {
-        MAX_RETRY_TOPIC_LEN
-    } else {
-        MAX_TOPIC_LEN
-    };
+    let max =
+        if name.starts_with(RETRY_GROUP_TOPIC_PREFIX) || name.starts_with(DLQ_GROUP_TOPIC_PREFIX) {
+            MAX_RETRY_TOPIC_LEN
+        } else {
+            MAX_TOPIC_LEN
+        };
     check("topic", name, max)
 }
 
@@ -92,22 +92,46 @@ mod tests {
         assert!(validate_topic("%RETRY%group_1").is_ok());
         assert!(validate_topic("a|b-c_d").is_ok());
         assert!(matches!(validate_topic(""), Err(NameError::Empty { .. })));
-        assert!(matches!(validate_topic("   "), Err(NameError::Empty { .. })));
-        assert!(matches!(validate_topic("a b"), Err(NameError::IllegalCharacter { .. })));
-        assert!(matches!(validate_topic("a/b"), Err(NameError::IllegalCharacter { .. })));
-        assert!(matches!(validate_topic("tópico"), Err(NameError::IllegalCharacter { .. })));
+        assert!(matches!(
+            validate_topic("   "),
+            Err(NameError::Empty { .. })
+        ));
+        assert!(matches!(
+            validate_topic("a b"),
+            Err(NameError::IllegalCharacter { .. })
+        ));
+        assert!(matches!(
+            validate_topic("a/b"),
+            Err(NameError::IllegalCharacter { .. })
+        ));
+        assert!(matches!(
+            validate_topic("tópico"),
+            Err(NameError::IllegalCharacter { .. })
+        ));
         assert!(validate_topic(&"t".repeat(127)).is_ok());
-        assert!(matches!(validate_topic(&"t".repeat(128)), Err(NameError::TooLong { len: 128, .. })));
+        assert!(matches!(
+            validate_topic(&"t".repeat(128)),
+            Err(NameError::TooLong { len: 128, .. })
+        ));
         let retry = format!("%RETRY%{}", "g".repeat(200));
         assert!(validate_topic(&retry).is_ok());
         let retry = format!("%DLQ%{}", "g".repeat(251));
-        assert!(matches!(validate_topic(&retry), Err(NameError::TooLong { max: 255, .. })));
+        assert!(matches!(
+            validate_topic(&retry),
+            Err(NameError::TooLong { max: 255, .. })
+        ));
     }
 
     #[test]
     fn groups() {
         assert!(validate_group("please_rename_unique_group_name").is_ok());
-        assert!(matches!(validate_group(&"g".repeat(121)), Err(NameError::TooLong { .. })));
-        assert!(matches!(validate_group("g!"), Err(NameError::IllegalCharacter { .. })));
+        assert!(matches!(
+            validate_group(&"g".repeat(121)),
+            Err(NameError::TooLong { .. })
+        ));
+        assert!(matches!(
+            validate_group("g!"),
+            Err(NameError::IllegalCharacter { .. })
+        ));
     }
 }

@@ -1,3 +1,4 @@
+#![allow(clippy::expect_used)]
 //! CommitLog benchmarks: async append of 1 KiB messages from one thread,
 //! SYNC_FLUSH group commit with 1/16/64 concurrent writers, and the two flush
 //! methods (fdatasync vs msync) side by side.

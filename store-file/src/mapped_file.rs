@@ -215,6 +215,13 @@ impl MappedFile {
         }
     }
 
+    /// Declares the file full after its closing blank record: the bytes
+    /// after the blank header are padding and never written. The flushed
+    /// position is untouched, so the blank still gets flushed.
+    pub fn mark_full(&self) {
+        self.wrote_position.store(self.file_size, Ordering::Release);
+    }
+
     /// Sets the write position without touching bytes (used after loading a
     /// file whose valid length was found by a scan).
     pub fn set_wrote_position(&self, pos: usize) {

@@ -19,7 +19,7 @@ use rmq_common::StoreConfig;
 pub const DISPATCH_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Backends a store-level test runs against.
-pub const BACKENDS: [CqBackend; 2] = [CqBackend::File, CqBackend::Memory];
+pub const BACKENDS: [CqBackend; 3] = [CqBackend::File, CqBackend::Rocksdb, CqBackend::Memory];
 
 /// A small-file config for tests: 64 KiB CommitLog segments, 1,000-unit CQ
 /// files, tiny index files.
@@ -85,7 +85,15 @@ pub fn read_queue(store: &MessageStore, topic: &str, queue_id: i32) -> Vec<ReadB
     let mut offset = store.min_offset_in_queue(topic, queue_id).unwrap();
     for _ in 0..1_000_000 {
         let r = store
-            .get_message("test", topic, queue_id, offset, 64, 1 << 20, &TagFilter::all())
+            .get_message(
+                "test",
+                topic,
+                queue_id,
+                offset,
+                64,
+                1 << 20,
+                &TagFilter::all(),
+            )
             .unwrap();
         if r.status != GetStatus::Found {
             break;

@@ -46,7 +46,9 @@ impl QueueWaiters {
 impl MessageArrivalListener for QueueWaiters {
     fn arrived(&self, topic: &str, queue_id: i32, max_offset: i64) {
         let mut map = self.max_offsets.lock();
-        let slot = map.entry(QueueKey::new(topic, queue_id)).or_insert(max_offset);
+        let slot = map
+            .entry(QueueKey::new(topic, queue_id))
+            .or_insert(max_offset);
         *slot = (*slot).max(max_offset);
         drop(map);
         self.changed.notify_all();

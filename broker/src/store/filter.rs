@@ -2,8 +2,8 @@
 
 use std::collections::HashSet;
 
-use rmq_common::message::record::RecordView;
 use rmq_common::message::java_string_hash;
+use rmq_common::message::record::RecordView;
 
 /// Decides per consume-queue unit (by tagsCode) and per record.
 pub trait MessageFilter: Send + Sync {

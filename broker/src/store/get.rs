@@ -86,7 +86,8 @@ impl MessageStore {
         max_bytes: usize,
         filter: &dyn MessageFilter,
     ) -> Result<GetMessageResult, StoreError> {
-        let known = self.cq.max_offset(topic, queue_id)? > 0 || self.cq.min_offset(topic, queue_id)? > 0;
+        let known =
+            self.cq.max_offset(topic, queue_id)? > 0 || self.cq.min_offset(topic, queue_id)? > 0;
         if !known {
             // Unknown queue and empty queue look alike to the backends.
             let status = if self.queue_exists(topic, queue_id)? {
@@ -99,19 +100,48 @@ impl MessageStore {
         let min = self.cq.min_offset(topic, queue_id)?;
         let max = self.cq.max_offset(topic, queue_id)?;
         if max == 0 {
-            return Ok(GetMessageResult::empty(GetStatus::NoMessageInQueue, 0, min, max));
+            return Ok(GetMessageResult::empty(
+                GetStatus::NoMessageInQueue,
+                0,
+                min,
+                max,
+            ));
         }
         if offset < min {
-            return Ok(GetMessageResult::empty(GetStatus::OffsetTooSmall, min, min, max));
+            return Ok(GetMessageResult::empty(
+                GetStatus::OffsetTooSmall,
+                min,
+                min,
+                max,
+            ));
         }
         if offset == max {
-            return Ok(GetMessageResult::empty(GetStatus::OffsetOverflowOne, offset, min, max));
+            return Ok(GetMessageResult::empty(
+                GetStatus::OffsetOverflowOne,
+                offset,
+                min,
+                max,
+            ));
         }
         if offset > max {
             let next = if min == 0 { min } else { max };
-            return Ok(GetMessageResult::empty(GetStatus::OffsetOverflowBadly, next, min, max));
+            return Ok(GetMessageResult::empty(
+                GetStatus::OffsetOverflowBadly,
+                next,
+                min,
+                max,
+            ));
         }
-        self.read_units(topic, queue_id, offset, max_count.max(1), max_bytes, filter, min, max)
+        self.read_units(
+            topic,
+            queue_id,
+            offset,
+            max_count.max(1),
+            max_bytes,
+            filter,
+            min,
+            max,
+        )
     }
 
     fn queue_exists(&self, topic: &str, queue_id: i32) -> Result<bool, StoreError> {
@@ -142,12 +172,23 @@ impl MessageStore {
         let mut skip_below_phy = i64::MIN;
         'outer: while scanned < scan_limit && cursor < max {
             units.clear();
-            match self.cq.get(topic, queue_id, cursor, CQ_READ_CHUNK.min(scan_limit - scanned), &mut units) {
+            match self.cq.get(
+                topic,
+                queue_id,
+                cursor,
+                CQ_READ_CHUNK.min(scan_limit - scanned),
+                &mut units,
+            ) {
                 Ok(()) => {}
                 Err(CqError::Compacted { min_offset, .. }) => {
                     // Min moved under us (retention): tell the client where to go.
                     if result.messages.is_empty() {
-                        return Ok(GetMessageResult::empty(GetStatus::OffsetTooSmall, min_offset, min_offset, max));
+                        return Ok(GetMessageResult::empty(
+                            GetStatus::OffsetTooSmall,
+                            min_offset,
+                            min_offset,
+                            max,
+                        ));
                     }
                     break;
                 }

@@ -17,7 +17,9 @@ struct CommitLogTimes<'a>(&'a CommitLog);
 impl StoreTimeSource for CommitLogTimes<'_> {
     fn store_time(&self, phy_offset: i64, size: i32) -> Option<i64> {
         let sel = self.0.select(phy_offset, usize::try_from(size).ok()?)?;
-        RecordView::parse(sel.bytes(), false).ok().map(|v| v.store_timestamp())
+        RecordView::parse(sel.bytes(), false)
+            .ok()
+            .map(|v| v.store_timestamp())
     }
 }
 
@@ -50,7 +52,11 @@ impl MessageStore {
     }
 
     /// Store time of the oldest message of a queue (GET_EARLIEST_MSG_STORETIME).
-    pub fn earliest_message_time(&self, topic: &str, queue_id: i32) -> Result<Option<i64>, StoreError> {
+    pub fn earliest_message_time(
+        &self,
+        topic: &str,
+        queue_id: i32,
+    ) -> Result<Option<i64>, StoreError> {
         let min = self.cq.min_offset(topic, queue_id)?;
         let mut units = Vec::new();
         self.cq.get(topic, queue_id, min, 1, &mut units)?;
@@ -66,14 +72,17 @@ impl MessageStore {
         size.copy_from_slice(head.bytes());
         let size = usize::try_from(i32::from_be_bytes(size)).ok()?;
         let sel = self.commit_log.select(phy_offset, size)?;
-        let ok = RecordView::parse(sel.bytes(), false)
-            .is_ok_and(|v| v.physical_offset() == phy_offset);
+        let ok =
+            RecordView::parse(sel.bytes(), false).is_ok_and(|v| v.physical_offset() == phy_offset);
         ok.then_some(sel)
     }
 
     /// The message an offsetMsgId names (VIEW_MESSAGE_BY_ID). The store host
     /// in the id is returned for the caller to compare with its own.
-    pub fn message_by_id(&self, msg_id: &str) -> Result<Option<(SocketAddr, Selected)>, MsgIdError> {
+    pub fn message_by_id(
+        &self,
+        msg_id: &str,
+    ) -> Result<Option<(SocketAddr, Selected)>, MsgIdError> {
         let (host, offset) = decode_offset_msg_id(msg_id)?;
         Ok(self.record_at(offset).map(|s| (host, s)))
     }
@@ -101,8 +110,10 @@ impl MessageStore {
             let matches = RecordView::parse(sel.bytes(), false).is_ok_and(|v| {
                 v.topic() == topic
                     && (v.properties().keys().any(|k| k == key)
-                        || v.property(rmq_common::constants::property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-                            .is_some_and(|u| u == key))
+                        || v.property(
+                            rmq_common::constants::property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+                        )
+                        .is_some_and(|u| u == key))
             });
             if matches {
                 found.push(sel);

@@ -16,8 +16,8 @@ pub use arrival::{MessageArrivalListener, QueueWaiters};
 pub use factory::open_consume_queue_store;
 pub use filter::{MessageFilter, TagFilter};
 pub use get::{GetMessageResult, GetStatus};
-pub use put::{PutMessageResult, PutStatus};
 pub use open::StartupReport;
+pub use put::{PutMessageResult, PutStatus};
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;

@@ -106,7 +106,14 @@ impl MessageStore {
         }
         commit_log.set_queue_offsets(offsets);
 
-        let services = Services::start(&config, &commit_log, &cq, index.as_ref(), &checkpoint, &dispatcher)?;
+        let services = Services::start(
+            &config,
+            &commit_log,
+            &cq,
+            index.as_ref(),
+            &checkpoint,
+            &dispatcher,
+        )?;
         let startup = StartupReport {
             abnormal,
             backend,

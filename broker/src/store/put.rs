@@ -62,7 +62,11 @@ impl MessageStore {
         match self.commit_log.wait_flushed(end_offset, timeout) {
             Ok(()) => Ok(PutStatus::PutOk),
             Err(StoreError::FlushTimeout { .. }) => {
-                tracing::warn!(end_offset, timeout_ms = self.config.sync_flush_timeout_ms, "flush disk timeout");
+                tracing::warn!(
+                    end_offset,
+                    timeout_ms = self.config.sync_flush_timeout_ms,
+                    "flush disk timeout"
+                );
                 Ok(PutStatus::FlushDiskTimeout)
             }
             Err(e) => Err(e),

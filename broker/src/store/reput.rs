@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
-use rmq_common::cq::{ConsumeQueueStore, CqPut};
+use rmq_common::cq::{ConsumeQueueStore, CqError, CqPut};
 use rmq_common::message::record::{peek_frame, Frame, RecordView};
 use rmq_common::DispatchRequest;
 use rmq_store_file::commitlog::CommitLog;
@@ -36,13 +36,57 @@ pub(crate) struct Dispatcher {
     commit_log: Arc<CommitLog>,
     cq: Arc<dyn ConsumeQueueStore>,
     index: Option<Arc<IndexService>>,
-    reput_from: SharedOffset,
-    listeners: RwLock<Vec<Arc<dyn MessageArrivalListener>>>,
+    /// Where the next pass starts parsing; may run ahead of what the
+    /// consume-queue backend has written.
+    parse_from: SharedOffset,
+    visible: Arc<Visible>,
     pass_lock: Mutex<()>,
     new_data: Mutex<bool>,
     new_data_cv: Condvar,
-    progress: Mutex<()>,
+}
+
+/// What readers can see: the offset whose units are written, the readers to
+/// wake when it moves, and the first write failure.
+#[derive(Debug)]
+struct Visible {
+    offset: SharedOffset,
+    listeners: RwLock<Vec<Arc<dyn MessageArrivalListener>>>,
+    progress: Mutex<Option<String>>,
     progress_cv: Condvar,
+}
+
+impl Visible {
+    /// Runs once the backend has written a batch: publish, then wake.
+    fn written(
+        &self,
+        commit_log: &CommitLog,
+        result: Result<(), CqError>,
+        to: i64,
+        arrived: Vec<(String, i32, i64)>,
+    ) {
+        match result {
+            Ok(()) => {
+                {
+                    let _guard = self.progress.lock();
+                    self.offset.set(to);
+                }
+                self.progress_cv.notify_all();
+                let listeners = self.listeners.read();
+                for (topic, queue_id, max) in &arrived {
+                    for l in listeners.iter() {
+                        l.arrived(topic, *queue_id, *max);
+                    }
+                }
+            }
+            Err(e) => {
+                let reason = format!("consume queue write failed: {e}");
+                // Appends would pile up undispatched; refuse them and say why.
+                commit_log.poison(reason.clone());
+                self.progress.lock().get_or_insert(reason);
+                self.progress_cv.notify_all();
+            }
+        }
+    }
 }
 
 impl Dispatcher {
@@ -56,22 +100,26 @@ impl Dispatcher {
             commit_log,
             cq,
             index,
-            reput_from: SharedOffset::new(reput_from),
-            listeners: RwLock::new(Vec::new()),
+            parse_from: SharedOffset::new(reput_from),
+            visible: Arc::new(Visible {
+                offset: SharedOffset::new(reput_from),
+                listeners: RwLock::new(Vec::new()),
+                progress: Mutex::new(None),
+                progress_cv: Condvar::new(),
+            }),
             pass_lock: Mutex::new(()),
             new_data: Mutex::new(false),
             new_data_cv: Condvar::new(),
-            progress: Mutex::new(()),
-            progress_cv: Condvar::new(),
         }
     }
 
+    /// CommitLog offset below which every record's units are readable.
     pub(crate) fn reput_from(&self) -> i64 {
-        self.reput_from.get()
+        self.visible.offset.get()
     }
 
     pub(crate) fn add_listener(&self, l: Arc<dyn MessageArrivalListener>) {
-        self.listeners.write().push(l);
+        self.visible.listeners.write().push(l);
     }
 
     /// Called after an append so the reput thread need not poll.
@@ -92,13 +140,18 @@ impl Dispatcher {
     /// Blocks until reput has passed `target`, or `timeout`.
     pub(crate) fn wait_reput_to(&self, target: i64, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
-        let mut guard = self.progress.lock();
-        while self.reput_from() < target {
-            if self.progress_cv.wait_until(&mut guard, deadline).timed_out() {
-                return self.reput_from() >= target;
+        let mut failed = self.visible.progress.lock();
+        while self.reput_from() < target && failed.is_none() {
+            if self
+                .visible
+                .progress_cv
+                .wait_until(&mut failed, deadline)
+                .timed_out()
+            {
+                break;
             }
         }
-        true
+        self.reput_from() >= target
     }
 
     /// Dispatches every record up to the CommitLog's current max offset.
@@ -112,15 +165,30 @@ impl Dispatcher {
                 Pass::Idle => break,
                 Pass::Progress(n) => total += n as u64,
             }
+            if let Some(reason) = self.visible.progress.lock().clone() {
+                return Err(StoreError::Poisoned { reason });
+            }
             if last_log.elapsed() >= PROGRESS_LOG_INTERVAL {
                 last_log = Instant::now();
                 tracing::info!(
-                    reput_from = self.reput_from(),
+                    reput_from = self.parse_from.get(),
                     target,
                     records = total,
                     "rebuilding consume queue from the CommitLog"
                 );
             }
+        }
+        // Wait for the backend to write what was handed to it.
+        let parsed = self.parse_from.get();
+        while !self.wait_reput_to(parsed, PROGRESS_LOG_INTERVAL) {
+            if let Some(reason) = self.visible.progress.lock().clone() {
+                return Err(StoreError::Poisoned { reason });
+            }
+            tracing::info!(
+                visible = self.reput_from(),
+                parsed,
+                "waiting for the consume queue writer"
+            );
         }
         if total > 0 {
             tracing::info!(records = total, elapsed_ms = started.elapsed().as_millis() as u64,
@@ -134,13 +202,19 @@ impl Dispatcher {
     /// in one consume-queue batch, indexes them, then wakes readers.
     pub(crate) fn dispatch_pass(&self) -> Result<Pass, StoreError> {
         let _only_one = self.pass_lock.lock();
-        let mut from = self.reput_from.get();
+        let mut from = self.parse_from.get();
         let min = self.commit_log.min_offset();
         if from < min {
-            tracing::warn!(reput_from = from, commit_log_min = min,
-                "reput position is below the CommitLog min offset; skipping to it");
+            tracing::warn!(
+                reput_from = from,
+                commit_log_min = min,
+                "reput position is below the CommitLog min offset; skipping to it"
+            );
             from = min;
-            self.reput_from.set(min);
+            self.parse_from.set(min);
+            if self.reput_from() < min {
+                self.visible.offset.set(min);
+            }
         }
         if from >= self.commit_log.max_offset() {
             return Ok(Pass::Idle);
@@ -161,7 +235,8 @@ impl Dispatcher {
             };
             match peek_frame(&bytes[pos..]).map_err(|e| corrupt(e.to_string()))? {
                 Frame::Message { .. } => {
-                    let view = RecordView::parse(&bytes[pos..], false).map_err(|e| corrupt(e.to_string()))?;
+                    let view = RecordView::parse(&bytes[pos..], false)
+                        .map_err(|e| corrupt(e.to_string()))?;
                     if view.physical_offset() != at {
                         return Err(corrupt(format!(
                             "record says it is at {}, found at {at}",
@@ -186,47 +261,43 @@ impl Dispatcher {
         Ok(Pass::Progress(requests.len()))
     }
 
+    /// Hands the pass's units to the backend (which may write them later),
+    /// indexes the records, and moves the parse position on. Readers are
+    /// woken by the backend's completion callback, never before the write.
     fn apply(&self, requests: &[DispatchRequest], next_from: i64) -> Result<(), StoreError> {
         let puts: Vec<CqPut> = requests
             .iter()
             .filter(|r| r.goes_to_consume_queue())
             .map(CqPut::from)
             .collect();
-        if let Err(e) = self.cq.put(&puts, next_from) {
-            let reason = format!("consume queue write failed: {e}");
-            // Appends would pile up undispatched; refuse them and say why.
-            self.commit_log.poison(reason);
-            return Err(e.into());
-        }
-        if let Some(index) = &self.index {
-            for r in requests.iter().filter(|r| r.goes_to_index()) {
-                if let Err(e) = index.build_index(r) {
-                    // The index only speeds up queries by key; a failure there
-                    // must not stop consumption. Log it (rate-limited by the
-                    // logger setup) and carry on.
-                    tracing::warn!(offset = r.commit_log_offset, error = %e, "index build failed");
-                }
-            }
-        }
-        {
-            let _guard = self.progress.lock();
-            self.reput_from.set(next_from);
-        }
-        self.progress_cv.notify_all();
         let mut arrived: HashMap<(&str, i32), i64> = HashMap::new();
         for p in &puts {
             let slot = arrived.entry((p.topic.as_str(), p.queue_id)).or_insert(0);
             *slot = (*slot).max(p.queue_offset + 1);
         }
-        let listeners = self.listeners.read();
-        for ((topic, queue_id), max) in arrived {
-            for l in listeners.iter() {
-                l.arrived(topic, queue_id, max);
+        let arrived: Vec<(String, i32, i64)> = arrived
+            .into_iter()
+            .map(|((t, q), m)| (t.to_owned(), q, m))
+            .collect();
+        let visible = Arc::clone(&self.visible);
+        let commit_log = Arc::clone(&self.commit_log);
+        self.cq.put_async(
+            puts,
+            next_from,
+            Box::new(move |result| visible.written(&commit_log, result, next_from, arrived)),
+        );
+        if let Some(index) = &self.index {
+            for r in requests.iter().filter(|r| r.goes_to_index()) {
+                if let Err(e) = index.build_index(r) {
+                    // The index only serves queries by key; a failure there
+                    // must not stop consumption. Logged, and the pass goes on.
+                    tracing::warn!(offset = r.commit_log_offset, error = %e, "index build failed");
+                }
             }
         }
+        self.parse_from.set(next_from);
         Ok(())
     }
-
 }
 
 /// The reput thread.

@@ -33,7 +33,8 @@ impl Services {
         checkpoint: &Arc<Checkpoint>,
         dispatcher: &Arc<Dispatcher>,
     ) -> Result<Self, StoreError> {
-        let flush = FlushService::spawn(Arc::clone(commit_log), FlushSettings::from_config(config))?;
+        let flush =
+            FlushService::spawn(Arc::clone(commit_log), FlushSettings::from_config(config))?;
         let reput = ReputThread::spawn(Arc::clone(dispatcher))?;
         let cq_flush = CqFlushThread::spawn(
             Duration::from_millis(config.flush_interval_consume_queue_ms),
@@ -44,7 +45,11 @@ impl Services {
                 checkpoint: Arc::clone(checkpoint),
             },
         )?;
-        Ok(Self { flush, reput, cq_flush })
+        Ok(Self {
+            flush,
+            reput,
+            cq_flush,
+        })
     }
 }
 
@@ -63,7 +68,8 @@ impl FlushTargets {
     pub(crate) fn flush_all(&self) -> Result<(), StoreError> {
         let logics_ts = self.commit_log.flushed_store_timestamp();
         if let Err(e) = self.cq.flush() {
-            self.commit_log.poison(format!("consume queue flush failed: {e}"));
+            self.commit_log
+                .poison(format!("consume queue flush failed: {e}"));
             return Err(e.into());
         }
         self.checkpoint.set_logics_ms(logics_ts);
@@ -71,7 +77,8 @@ impl FlushTargets {
             index.flush()?;
             self.checkpoint.set_index_ms(rmq_common::time::now_ms());
         }
-        self.checkpoint.set_physic_ms(self.commit_log.flushed_store_timestamp());
+        self.checkpoint
+            .set_physic_ms(self.commit_log.flushed_store_timestamp());
         self.checkpoint.flush()
     }
 }
@@ -184,7 +191,11 @@ impl MessageStore {
             }
         }
         self.lock.lock().take();
-        tracing::info!(clean, elapsed_ms = started.elapsed().as_millis() as u64, "message store shut down");
+        tracing::info!(
+            clean,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "message store shut down"
+        );
         flushed?;
         closed?;
         Ok(())

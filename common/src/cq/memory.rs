@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use parking_lot::Mutex;
 
-use super::{Boundary, ConsumeQueueStore, CqError, CqPut, CqStats, CqUnit, QueueKey, StoreTimeSource};
+use super::{
+    Boundary, ConsumeQueueStore, CqError, CqPut, CqStats, CqUnit, QueueKey, StoreTimeSource,
+};
 use crate::config::CqBackend;
 
 #[derive(Debug, Default)]
@@ -113,7 +115,8 @@ impl ConsumeQueueStore for MemoryConsumeQueueStore {
             }
             // Dense read: stop at the first missing offset, as the RocksDB
             // backend's multi-get does.
-            for (expected, (off, (unit, _))) in (from..).zip(q.units.range(from..).take(max_count)) {
+            for (expected, (off, (unit, _))) in (from..).zip(q.units.range(from..).take(max_count))
+            {
                 if *off != expected {
                     break;
                 }
@@ -124,11 +127,19 @@ impl ConsumeQueueStore for MemoryConsumeQueueStore {
     }
 
     fn min_offset(&self, topic: &str, queue_id: i32) -> Result<i64, CqError> {
-        self.with(|s| Ok(s.queues.get(&key(topic, queue_id)).map_or(0, |q| q.min_offset)))
+        self.with(|s| {
+            Ok(s.queues
+                .get(&key(topic, queue_id))
+                .map_or(0, |q| q.min_offset))
+        })
     }
 
     fn max_offset(&self, topic: &str, queue_id: i32) -> Result<i64, CqError> {
-        self.with(|s| Ok(s.queues.get(&key(topic, queue_id)).map_or(0, QueueModel::max_offset)))
+        self.with(|s| {
+            Ok(s.queues
+                .get(&key(topic, queue_id))
+                .map_or(0, QueueModel::max_offset))
+        })
     }
 
     fn dispatched_phy_offset(&self) -> Result<i64, CqError> {
@@ -251,21 +262,36 @@ mod tests {
     #[test]
     fn model_basics() {
         let s = MemoryConsumeQueueStore::new();
-        s.put(&[put("t", 0, 0, 0), put("t", 0, 1, 10), put("t", 1, 5, 20)], 30).unwrap();
+        s.put(
+            &[put("t", 0, 0, 0), put("t", 0, 1, 10), put("t", 1, 5, 20)],
+            30,
+        )
+        .unwrap();
         // replay is skipped
         s.put(&[put("t", 0, 1, 10)], 30).unwrap();
         assert_eq!(s.max_offset("t", 0).unwrap(), 2);
         assert_eq!(s.min_offset("t", 1).unwrap(), 5);
         assert_eq!(s.max_offset("t", 1).unwrap(), 6);
         let mut out = Vec::new();
-        assert!(matches!(s.get("t", 1, 0, 10, &mut out), Err(CqError::Compacted { min_offset: 5, .. })));
+        assert!(matches!(
+            s.get("t", 1, 0, 10, &mut out),
+            Err(CqError::Compacted { min_offset: 5, .. })
+        ));
         s.get("t", 0, 0, 10, &mut out).unwrap();
         assert_eq!(out.len(), 2);
         s.truncate_from_phy(10).unwrap();
         assert_eq!(s.max_offset("t", 0).unwrap(), 1);
         assert_eq!(s.dispatched_phy_offset().unwrap(), 10);
-        assert_eq!(s.offset_by_time("t", 0, 0, Boundary::Lower, &NoTimes).unwrap(), 0);
-        assert_eq!(s.offset_by_time("t", 0, 5, Boundary::Lower, &NoTimes).unwrap(), 1);
+        assert_eq!(
+            s.offset_by_time("t", 0, 0, Boundary::Lower, &NoTimes)
+                .unwrap(),
+            0
+        );
+        assert_eq!(
+            s.offset_by_time("t", 0, 5, Boundary::Lower, &NoTimes)
+                .unwrap(),
+            1
+        );
         s.correct_min_offset(5).unwrap();
         assert_eq!(s.min_offset("t", 0).unwrap(), 1);
         s.close().unwrap();

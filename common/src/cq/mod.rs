@@ -14,6 +14,9 @@ pub use error::CqError;
 pub use memory::MemoryConsumeQueueStore;
 pub use types::{Boundary, CqPut, CqStats, CqUnit, QueueKey, StoreTimeSource};
 
+/// Told when an asynchronous put has been written (or failed).
+pub type PutCallback = Box<dyn FnOnce(Result<(), CqError>) + Send>;
+
 use crate::config::CqBackend;
 
 /// A consume-queue backend.
@@ -33,6 +36,15 @@ pub trait ConsumeQueueStore: Send + Sync + std::fmt::Debug {
     /// (including records that produce no unit); it becomes the
     /// [`ConsumeQueueStore::dispatched_phy_offset`] once this call returns.
     fn put(&self, batch: &[CqPut], dispatched_to: i64) -> Result<(), CqError>;
+
+    /// Like [`ConsumeQueueStore::put`], but may return before the units are
+    /// written: `done` is called once they are readable (or failed). Calls
+    /// complete in the order they were made. A backend with a group-commit
+    /// writer queues the batch (blocking while its bounded queue is full);
+    /// the default writes at once.
+    fn put_async(&self, batch: Vec<CqPut>, dispatched_to: i64, done: PutCallback) {
+        done(self.put(&batch, dispatched_to));
+    }
 
     /// Appends up to `max_count` units starting at queue offset `from` to
     /// `out`. Below the min offset: [`CqError::Compacted`] with the min. At or

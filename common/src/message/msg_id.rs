@@ -77,7 +77,9 @@ mod tests {
 
     #[test]
     fn golden_ipv4() {
-        let host: SocketAddr = "192.168.1.10:10911".parse().unwrap_or_else(|_| unreachable!());
+        let host: SocketAddr = "192.168.1.10:10911"
+            .parse()
+            .unwrap_or_else(|_| unreachable!());
         let id = encode_offset_msg_id(host, 0x1234);
         assert_eq!(id, "C0A8010A00002A9F0000000000001234");
         assert_eq!(decode_offset_msg_id(&id), Ok((host, 0x1234)));

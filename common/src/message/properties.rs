@@ -148,7 +148,10 @@ mod tests {
             .into_iter()
             .collect();
         let bytes = props.encode().unwrap_or_default();
-        assert_eq!(bytes, b"TAGS\x01TagA\x02KEYS\x01k1 k2\x02WAIT\x01true\x02".to_vec());
+        assert_eq!(
+            bytes,
+            b"TAGS\x01TagA\x02KEYS\x01k1 k2\x02WAIT\x01true\x02".to_vec()
+        );
         assert_eq!(Properties::decode(&bytes), props);
         assert_eq!(props.keys().collect::<Vec<_>>(), vec!["k1", "k2"]);
     }

@@ -187,7 +187,12 @@ pub fn body_crc(body: &[u8]) -> i32 {
 
 /// Byte position of STORETIMESTAMP for a record with these sysflag bits.
 pub fn store_timestamp_pos(sys_flag: i32) -> usize {
-    BORN_HOST_POS + if sys_flag & sysflag::BORNHOST_V6 != 0 { 20 } else { 8 }
+    BORN_HOST_POS
+        + if sys_flag & sysflag::BORNHOST_V6 != 0 {
+            20
+        } else {
+            8
+        }
 }
 
 /// Encodes `msg` into a complete record. The queue offset, physical offset
@@ -250,7 +255,8 @@ pub fn encode_record(msg: &MessageToStore, header: RecordHeader) -> Result<Vec<u
 pub fn patch_header(record: &mut [u8], header: RecordHeader) {
     let sys_flag = read_i32(record, SYS_FLAG_POS);
     let ts = store_timestamp_pos(sys_flag);
-    record[QUEUE_OFFSET_POS..QUEUE_OFFSET_POS + 8].copy_from_slice(&header.queue_offset.to_be_bytes());
+    record[QUEUE_OFFSET_POS..QUEUE_OFFSET_POS + 8]
+        .copy_from_slice(&header.queue_offset.to_be_bytes());
     record[PHYSICAL_OFFSET_POS..PHYSICAL_OFFSET_POS + 8]
         .copy_from_slice(&header.physical_offset.to_be_bytes());
     record[ts..ts + 8].copy_from_slice(&header.store_timestamp.to_be_bytes());
@@ -377,8 +383,16 @@ impl<'a> RecordView<'a> {
         }
         let buf = &buf[..total];
         let sys_flag = read_i32(buf, SYS_FLAG_POS);
-        let born_len = if sys_flag & sysflag::BORNHOST_V6 != 0 { 20 } else { 8 };
-        let store_len = if sys_flag & sysflag::STOREHOST_V6 != 0 { 20 } else { 8 };
+        let born_len = if sys_flag & sysflag::BORNHOST_V6 != 0 {
+            20
+        } else {
+            8
+        };
+        let store_len = if sys_flag & sysflag::STOREHOST_V6 != 0 {
+            20
+        } else {
+            8
+        };
         let store_ts_pos = BORN_HOST_POS + born_len;
         let store_host_pos = store_ts_pos + 8;
         let tail_pos = store_host_pos + store_len;
@@ -473,7 +487,11 @@ impl<'a> RecordView<'a> {
     }
     /// BORNHOST.
     pub fn born_host(&self) -> SocketAddr {
-        read_host(self.buf, BORN_HOST_POS, self.sys_flag() & sysflag::BORNHOST_V6 != 0)
+        read_host(
+            self.buf,
+            BORN_HOST_POS,
+            self.sys_flag() & sysflag::BORNHOST_V6 != 0,
+        )
     }
     /// STORETIMESTAMP, ms.
     pub fn store_timestamp(&self) -> i64 {

@@ -93,7 +93,15 @@ fn ipv6_hosts_round_trip_and_set_sysflag() {
 
 #[test]
 fn patch_header_rewrites_positions() {
-    let mut bytes = encode_record(&sample(), RecordHeader { queue_offset: 0, physical_offset: 0, store_timestamp: 0 }).unwrap();
+    let mut bytes = encode_record(
+        &sample(),
+        RecordHeader {
+            queue_offset: 0,
+            physical_offset: 0,
+            store_timestamp: 0,
+        },
+    )
+    .unwrap();
     patch_header(&mut bytes, HEADER);
     assert_eq!(bytes.as_slice(), GOLDEN.as_slice());
 }
@@ -102,37 +110,67 @@ fn patch_header_rewrites_positions() {
 fn crc_and_size_errors_are_named() {
     let mut bad = GOLDEN;
     bad[88] ^= 0x01; // first body byte
-    assert!(matches!(RecordView::parse(&bad, true), Err(RecordError::CrcMismatch { .. })));
+    assert!(matches!(
+        RecordView::parse(&bad, true),
+        Err(RecordError::CrcMismatch { .. })
+    ));
     assert!(RecordView::parse(&bad, false).is_ok());
 
     let mut bad = GOLDEN;
     bad[3] = 0x64; // TOTALSIZE one too large
-    assert!(matches!(RecordView::parse(&bad, true), Err(RecordError::Truncated { .. })));
+    assert!(matches!(
+        RecordView::parse(&bad, true),
+        Err(RecordError::Truncated { .. })
+    ));
     let mut longer = bad.to_vec();
     longer.push(0);
-    assert!(matches!(RecordView::parse(&longer, true), Err(RecordError::SizeMismatch { .. })));
+    assert!(matches!(
+        RecordView::parse(&longer, true),
+        Err(RecordError::SizeMismatch { .. })
+    ));
 
     let mut bad = GOLDEN;
     bad[84] = 0x7F; // body length runs past the record
-    assert!(matches!(RecordView::parse(&bad, false), Err(RecordError::SizeMismatch { .. })));
+    assert!(matches!(
+        RecordView::parse(&bad, false),
+        Err(RecordError::SizeMismatch { .. })
+    ));
 
     let mut bad = GOLDEN;
     bad[4] = 0; // magic
-    assert!(matches!(RecordView::parse(&bad, false), Err(RecordError::BadMagic { .. })));
+    assert!(matches!(
+        RecordView::parse(&bad, false),
+        Err(RecordError::BadMagic { .. })
+    ));
 
     for cut in 0..GOLDEN.len() {
-        assert!(RecordView::parse(&GOLDEN[..cut], false).is_err(), "cut at {cut}");
+        assert!(
+            RecordView::parse(&GOLDEN[..cut], false).is_err(),
+            "cut at {cut}"
+        );
     }
 }
 
 #[test]
 fn frames() {
-    assert_eq!(peek_frame(&GOLDEN).unwrap(), Frame::Message { total_size: 99 });
-    assert_eq!(peek_frame(&encode_blank(4096)).unwrap(), Frame::Blank { total_size: 4096 });
+    assert_eq!(
+        peek_frame(&GOLDEN).unwrap(),
+        Frame::Message { total_size: 99 }
+    );
+    assert_eq!(
+        peek_frame(&encode_blank(4096)).unwrap(),
+        Frame::Blank { total_size: 4096 }
+    );
     assert_eq!(encode_blank(16), [0, 0, 0, 16, 0xCB, 0xD4, 0x31, 0x94]);
     assert_eq!(peek_frame(&[0u8; 8]).unwrap(), Frame::Empty);
-    assert!(matches!(peek_frame(&[0u8; 4]), Err(RecordError::Truncated { .. })));
-    assert!(matches!(peek_frame(&[0, 0, 0, 1, 1, 2, 3, 4]), Err(RecordError::BadMagic { .. })));
+    assert!(matches!(
+        peek_frame(&[0u8; 4]),
+        Err(RecordError::Truncated { .. })
+    ));
+    assert!(matches!(
+        peek_frame(&[0, 0, 0, 1, 1, 2, 3, 4]),
+        Err(RecordError::BadMagic { .. })
+    ));
     assert!(matches!(
         peek_frame(&[0xFF, 0xFF, 0xFF, 0xFF, 0xDA, 0xA3, 0x20, 0xA7]),
         Err(RecordError::SizeMismatch { .. })
@@ -143,10 +181,16 @@ fn frames() {
 fn encode_refuses_long_topic_and_properties() {
     let mut m = sample();
     m.topic = "t".repeat(128);
-    assert!(matches!(encode_record(&m, HEADER), Err(RecordError::TopicTooLong { len: 128 })));
+    assert!(matches!(
+        encode_record(&m, HEADER),
+        Err(RecordError::TopicTooLong { len: 128 })
+    ));
     let mut m = sample();
     m.properties.insert("big", "x".repeat(40_000));
-    assert!(matches!(encode_record(&m, HEADER), Err(RecordError::PropertiesTooLong { .. })));
+    assert!(matches!(
+        encode_record(&m, HEADER),
+        Err(RecordError::PropertiesTooLong { .. })
+    ));
 }
 
 mod prop {

@@ -49,8 +49,14 @@ mod tests {
 
     #[test]
     fn transaction_bits() {
-        assert_eq!(transaction_value(0x10 | 0x4 | 0x1), TRANSACTION_PREPARED_TYPE);
-        assert_eq!(with_transaction_value(0x4 | 0x1, TRANSACTION_COMMIT_TYPE), 0x9);
+        assert_eq!(
+            transaction_value(0x10 | 0x4 | 0x1),
+            TRANSACTION_PREPARED_TYPE
+        );
+        assert_eq!(
+            with_transaction_value(0x4 | 0x1, TRANSACTION_COMMIT_TYPE),
+            0x9
+        );
         assert!(is_consumable(0));
         assert!(is_consumable(TRANSACTION_COMMIT_TYPE));
         assert!(!is_consumable(TRANSACTION_PREPARED_TYPE));

@@ -4,8 +4,9 @@
 /// units with wrapping 32-bit arithmetic. Clients send the same values in their
 /// subscriptions, so this must match Java bit for bit.
 pub fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
+    s.encode_utf16().fold(0i32, |h, unit| {
+        h.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
 }
 
 /// The consume-queue tagsCode of a message with this TAGS value: the Java hash

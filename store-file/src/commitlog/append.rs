@@ -113,6 +113,9 @@ impl CommitLog {
             if seg.remaining() > 0 {
                 // `remaining` is never below 8: every append leaves room for this.
                 seg.append(&encode_blank(seg.remaining()));
+                // The blank covers the rest of the segment: the segment is
+                // full, so flushes and readers move on to the next one.
+                seg.mark_full();
             }
             let next = seg.file_from_offset() + self.segment_size as i64;
             seg = self.segments.create_segment(next)?;

@@ -141,7 +141,7 @@ fn sync_flush_group_commit_answers_waiters() {
     let dir = tempfile::tempdir().unwrap();
     let c = StoreConfig {
         flush_disk_type: FlushDiskType::SyncFlush,
-        ..config(dir.path(), 64 * 1024)
+        ..config(dir.path(), 4096)
     };
     let (log, _) = open(&c, false);
     let log = Arc::new(log);
@@ -163,6 +163,10 @@ fn sync_flush_group_commit_answers_waiters() {
         t.join().unwrap();
     }
     service.stop();
+    assert!(
+        log.segments().snapshot().len() > 3,
+        "group commit must cross segment ends"
+    );
     assert_eq!(log.flushed_offset(), log.max_offset());
 }
 

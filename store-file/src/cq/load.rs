@@ -150,7 +150,7 @@ fn load_queue(
         let mut st = h.state.write();
         let verified = match entry {
             Some(e) if lo <= e.pred_offset && e.pred_offset < e.min && e.min <= max => {
-                let u = h.unit_at(&st, e.pred_offset, env)?;
+                let u = h.unit_at(&st, e.pred_offset)?;
                 (!u.is_blank() && u.phy == e.pred_phy).then_some(e)
             }
             _ => None,
@@ -159,10 +159,10 @@ fn load_queue(
             st.min = e.min;
             st.min_pred = Some((e.pred_offset, e.pred_phy));
         } else {
-            st.min = h.next_record(&st, lo, max, env)?.map_or(max, |(j, _)| j);
+            st.min = h.next_record(&st, lo, max)?.map_or(max, |(j, _)| j);
         }
         if !st.is_empty() {
-            match h.prev_record(&st, max - 1, st.min, env)? {
+            match h.prev_record(&st, max - 1, st.min)? {
                 Some((j, _)) if j + 1 < max => {
                     // Blanks after the last record: a hole fill whose record
                     // was never written. Reput writes both again.

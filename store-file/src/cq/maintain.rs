@@ -23,8 +23,8 @@ impl QueueHandle {
         if st.is_empty() || st.last_phy < phy {
             return Ok(());
         }
-        let first_cut = self.partition_point(st, st.min, st.max, env, |u| u.phy >= phy)?;
-        let new_max = match self.prev_record(st, first_cut - 1, st.min, env)? {
+        let first_cut = self.partition_point(st, st.min, st.max, |u| u.phy >= phy)?;
+        let new_max = match self.prev_record(st, first_cut - 1, st.min)? {
             Some((j, _)) => j + 1,
             None => st.min,
         };
@@ -62,7 +62,7 @@ impl QueueHandle {
             st.last_phy = -1;
             st.max_phy_end = -1;
         } else {
-            let last = self.unit_at(st, new_max - 1, env)?;
+            let last = self.unit_at(st, new_max - 1)?;
             st.last_phy = last.phy;
             st.max_phy_end = last.phy_end();
         }
@@ -81,11 +81,11 @@ impl QueueHandle {
         let mut changed = false;
         if !st.is_empty() {
             // Fast path: most queues' first record is still above the min.
-            let first = match self.next_record(st, st.min, st.max, env)? {
+            let first = match self.next_record(st, st.min, st.max)? {
                 None => st.max,
                 Some((j, u)) if u.phy >= commit_log_min => j,
                 Some((j, _)) => {
-                    self.partition_point(st, j + 1, st.max, env, |u| u.phy >= commit_log_min)?
+                    self.partition_point(st, j + 1, st.max, |u| u.phy >= commit_log_min)?
                 }
             };
             if first > st.min {
@@ -114,7 +114,7 @@ impl QueueHandle {
         if changed || removed {
             let lo = st.files_lo();
             st.min_pred = if st.min > lo {
-                self.prev_record(st, st.min - 1, lo, env)?
+                self.prev_record(st, st.min - 1, lo)?
                     .map(|(j, u)| (j, u.phy))
             } else {
                 None

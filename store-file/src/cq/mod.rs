@@ -14,6 +14,7 @@
 //! share it), a segment's mapping slot, the mapping pool. Eviction walks the
 //! other way, so it only ever *try*-locks queue states and slots.
 
+mod api;
 mod checkpoint;
 mod load;
 mod maintain;
@@ -26,6 +27,8 @@ mod write;
 
 #[cfg(test)]
 mod model_tests;
+#[cfg(test)]
+mod recovery_tests;
 #[cfg(test)]
 mod tests;
 

@@ -18,16 +18,14 @@ const SCAN_FIRST_UNITS: i64 = 4;
 const SCAN_CHUNK_UNITS: i64 = 256;
 
 impl QueueHandle {
-    /// Appends the encoded units `[from, from + count)` to `buf`. They must
-    /// lie in the files; `map` maps segments (the read path), otherwise an
-    /// existing mapping or `pread` is used.
+    /// Appends the encoded units `[from, from + count)` (which must lie in
+    /// the files) to `buf`, through an existing mapping or with `pread`:
+    /// maintenance scans over many queues must not churn the mapping budget.
     pub(crate) fn read_raw(
         &self,
         st: &QueueState,
         from: i64,
         count: i64,
-        map: bool,
-        env: &Env,
         buf: &mut Vec<u8>,
     ) -> Result<(), CqError> {
         let mut i = from;
@@ -41,12 +39,7 @@ impl QueueHandle {
             let pos = byte - seg_start;
             let n = (end - i).min((self.file_size - pos) / UNIT_I64);
             let len = (n * UNIT_I64) as usize;
-            let mapped = match (map, st.segments.get(idx)) {
-                (true, _) => Some(self.map_segment(st, idx, env)?),
-                (false, Some(seg)) => seg.mapped(),
-                (false, None) => None,
-            };
-            match mapped {
+            match st.segments.get(idx).and_then(|seg| seg.mapped()) {
                 Some(file) => {
                     let bytes = file.slice(pos as usize, len).ok_or_else(|| {
                         corrupt(
@@ -71,9 +64,9 @@ impl QueueHandle {
     }
 
     /// One unit (in the files).
-    pub(crate) fn unit_at(&self, st: &QueueState, at: i64, env: &Env) -> Result<RawUnit, CqError> {
+    pub(crate) fn unit_at(&self, st: &QueueState, at: i64) -> Result<RawUnit, CqError> {
         let mut buf = Vec::with_capacity(UNIT);
-        self.read_raw(st, at, 1, false, env, &mut buf)?;
+        self.read_raw(st, at, 1, &mut buf)?;
         RawUnit::decode(&buf).ok_or_else(|| corrupt(&self.dir, format!("short read of unit {at}")))
     }
 
@@ -83,7 +76,6 @@ impl QueueHandle {
         st: &QueueState,
         from: i64,
         hi: i64,
-        env: &Env,
     ) -> Result<Option<(i64, RawUnit)>, CqError> {
         let mut buf = Vec::new();
         let mut i = from;
@@ -92,7 +84,7 @@ impl QueueHandle {
             let n = (hi - i).min(step);
             step = (step * 8).min(SCAN_CHUNK_UNITS);
             buf.clear();
-            self.read_raw(st, i, n, false, env, &mut buf)?;
+            self.read_raw(st, i, n, &mut buf)?;
             for (k, c) in buf.chunks_exact(UNIT).enumerate() {
                 match RawUnit::decode(c) {
                     Some(u) if !u.is_blank() => return Ok(Some((i + k as i64, u))),
@@ -110,7 +102,6 @@ impl QueueHandle {
         st: &QueueState,
         from: i64,
         lo: i64,
-        env: &Env,
     ) -> Result<Option<(i64, RawUnit)>, CqError> {
         let mut buf = Vec::new();
         let mut hi = from + 1;
@@ -119,7 +110,7 @@ impl QueueHandle {
             let start = (hi - step).max(lo);
             step = (step * 8).min(SCAN_CHUNK_UNITS);
             buf.clear();
-            self.read_raw(st, start, hi - start, false, env, &mut buf)?;
+            self.read_raw(st, start, hi - start, &mut buf)?;
             for (k, c) in buf.chunks_exact(UNIT).enumerate().rev() {
                 match RawUnit::decode(c) {
                     Some(u) if !u.is_blank() => return Ok(Some((start + k as i64, u))),
@@ -140,7 +131,7 @@ impl QueueHandle {
         st: &QueueState,
         lo: i64,
         hi: i64,
-        env: &Env,
+
         mut pred: impl FnMut(&RawUnit) -> bool,
     ) -> Result<i64, CqError> {
         let (mut a, mut b) = (lo, hi);
@@ -148,12 +139,12 @@ impl QueueHandle {
         // whose next record passes (or that has none) is in `[a, b]`.
         while a < b {
             let mid = a + (b - a) / 2;
-            match self.next_record(st, mid, hi, env)? {
+            match self.next_record(st, mid, hi)? {
                 Some((j, u)) if !pred(&u) => a = j + 1,
                 _ => b = mid,
             }
         }
-        Ok(match self.next_record(st, a, hi, env)? {
+        Ok(match self.next_record(st, a, hi)? {
             Some((j, u)) if pred(&u) => j,
             _ => hi,
         })
@@ -177,24 +168,39 @@ impl QueueHandle {
                 min_offset: st.min,
             });
         }
-        let count = i64::try_from(max_count)
-            .unwrap_or(i64::MAX)
-            .min(st.max.saturating_sub(from));
-        if count <= 0 {
-            return Ok(());
-        }
-        let mut buf = Vec::with_capacity(count as usize * UNIT);
-        self.read_raw(st, from, count, true, env, &mut buf)?;
-        for (k, c) in buf.chunks_exact(UNIT).enumerate() {
-            match RawUnit::decode(c) {
-                Some(u) if !u.is_blank() => out.push(CqUnit {
-                    queue_offset: from + k as i64,
-                    phy_offset: u.phy,
-                    size: u.size,
-                    tags_code: u.tags,
-                }),
-                _ => break,
+        let end = from
+            .saturating_add(i64::try_from(max_count).unwrap_or(i64::MAX))
+            .min(st.max);
+        let mut i = from;
+        // Straight from each mapping into `out`: no intermediate buffer.
+        while i < end {
+            let byte = i * UNIT_I64;
+            let idx = st
+                .index_of(byte, self.file_size)
+                .ok_or_else(|| corrupt(&self.dir, format!("unit {i} is outside the files")))?;
+            let file = self.map_segment(st, idx, env)?;
+            let pos = byte - file.file_from_offset();
+            let n = (end - i).min((self.file_size - pos) / UNIT_I64);
+            let bytes = file
+                .slice(pos as usize, (n * UNIT_I64) as usize)
+                .ok_or_else(|| {
+                    corrupt(
+                        file.path(),
+                        format!("units {i}.. are beyond the write position"),
+                    )
+                })?;
+            for (k, c) in bytes.chunks_exact(UNIT).enumerate() {
+                match RawUnit::decode(c) {
+                    Some(u) if !u.is_blank() => out.push(CqUnit {
+                        queue_offset: i + k as i64,
+                        phy_offset: u.phy,
+                        size: u.size,
+                        tags_code: u.tags,
+                    }),
+                    _ => return Ok(()),
+                }
             }
+            i += n;
         }
         Ok(())
     }
@@ -208,18 +214,17 @@ impl QueueHandle {
         ts: i64,
         boundary: Boundary,
         times: &dyn StoreTimeSource,
-        env: &Env,
     ) -> Result<i64, CqError> {
         let time = |u: &RawUnit| times.store_time(u.phy, u.size).unwrap_or(i64::MIN);
         if st.is_empty() {
             return Ok(st.min);
         }
         match boundary {
-            Boundary::Lower => self.partition_point(st, st.min, st.max, env, |u| time(u) >= ts),
+            Boundary::Lower => self.partition_point(st, st.min, st.max, |u| time(u) >= ts),
             Boundary::Upper => {
-                let after = self.partition_point(st, st.min, st.max, env, |u| time(u) > ts)?;
+                let after = self.partition_point(st, st.min, st.max, |u| time(u) > ts)?;
                 Ok(self
-                    .prev_record(st, after - 1, st.min, env)?
+                    .prev_record(st, after - 1, st.min)?
                     .map_or(st.min, |(j, _)| j))
             }
         }

@@ -1,4 +1,5 @@
-//! [`FileConsumeQueueStore`]: the map of queues and the trait implementation.
+//! [`FileConsumeQueueStore`]: opening, the map of queues, flushing and the
+//! helpers the trait implementation (`api.rs`) is built from.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -7,16 +8,13 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use rmq_common::config::CQ_UNIT_SIZE;
-use rmq_common::cq::{
-    Boundary, ConsumeQueueStore, CqError, CqPut, CqStats, CqUnit, QueueKey, StoreTimeSource,
-};
-use rmq_common::{CqBackend, StoreConfig};
+use rmq_common::cq::{CqError, CqPut, QueueKey};
+use rmq_common::StoreConfig;
 
 use super::checkpoint::{self, MinEntry};
 use super::load::{self, DELETED_PREFIX};
 use super::pool::MappingPool;
 use super::queue::{QueueHandle, QueueState};
-use super::write::validate;
 use super::{io_err, Env};
 
 type QueueMap = HashMap<String, BTreeMap<i32, Arc<QueueHandle>>>;
@@ -25,17 +23,21 @@ type QueueMap = HashMap<String, BTreeMap<i32, Arc<QueueHandle>>>;
 /// `<store root>/consumequeue`, fixed-size files of 20-byte units, mapped
 /// lazily within `maxMappedConsumeQueueFiles`.
 pub struct FileConsumeQueueStore {
-    env: Env,
-    queues: RwLock<QueueMap>,
-    next_uid: AtomicU64,
+    /// Root, file size, mapping budget.
+    pub(super) env: Env,
+    /// Topic -> queue id -> queue; locked only to find or insert a queue.
+    pub(super) queues: RwLock<QueueMap>,
+    /// Next queue identity for the mapping pool.
+    pub(super) next_uid: AtomicU64,
     /// CommitLog offset reput has dispatched up to.
-    dispatched: AtomicI64,
+    pub(super) dispatched: AtomicI64,
     /// Serializes flushes so checkpoint files are written in order; holds
     /// the last persisted dispatched offset.
-    flush_lock: Mutex<Option<i64>>,
-    closed: AtomicBool,
+    pub(super) flush_lock: Mutex<Option<i64>>,
+    /// `close` was called.
+    pub(super) closed: AtomicBool,
     /// Why writes are refused (an earlier write or fsync failed).
-    poison: Mutex<Option<String>>,
+    pub(super) poison: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for FileConsumeQueueStore {
@@ -58,7 +60,8 @@ impl FileConsumeQueueStore {
     /// record end of any queue).
     pub fn open(config: &StoreConfig) -> Result<Self, CqError> {
         let file_size = config.mapped_file_size_consume_queue_bytes;
-        if file_size == 0 || !file_size.is_multiple_of(CQ_UNIT_SIZE) || file_size > i32::MAX as u64 {
+        if file_size == 0 || !file_size.is_multiple_of(CQ_UNIT_SIZE) || file_size > i32::MAX as u64
+        {
             return Err(CqError::InvalidArgument(format!(
                 "mappedFileSizeConsumeQueue {file_size} must be a positive multiple of {CQ_UNIT_SIZE} below 2^31"
             )));
@@ -102,14 +105,14 @@ impl FileConsumeQueueStore {
         })
     }
 
-    fn check_open(&self) -> Result<(), CqError> {
+    pub(super) fn check_open(&self) -> Result<(), CqError> {
         if self.closed.load(Ordering::Acquire) {
             return Err(CqError::Closed);
         }
         Ok(())
     }
 
-    fn check_writable(&self) -> Result<(), CqError> {
+    pub(super) fn check_writable(&self) -> Result<(), CqError> {
         self.check_open()?;
         match self.poison.lock().as_ref() {
             Some(reason) => Err(CqError::Poisoned {
@@ -121,7 +124,7 @@ impl FileConsumeQueueStore {
 
     /// Refuses further writes after a failed write or fsync: the files may
     /// no longer match what callers were told.
-    fn poisoned(&self, e: CqError) -> CqError {
+    pub(super) fn poisoned(&self, e: CqError) -> CqError {
         if matches!(
             e,
             CqError::Io { .. } | CqError::Corrupt { .. } | CqError::Engine { .. }
@@ -132,11 +135,11 @@ impl FileConsumeQueueStore {
         e
     }
 
-    fn lookup(&self, topic: &str, queue_id: i32) -> Option<Arc<QueueHandle>> {
+    pub(super) fn lookup(&self, topic: &str, queue_id: i32) -> Option<Arc<QueueHandle>> {
         self.queues.read().get(topic)?.get(&queue_id).cloned()
     }
 
-    fn lookup_or_create(&self, topic: &str, queue_id: i32) -> Arc<QueueHandle> {
+    pub(super) fn lookup_or_create(&self, topic: &str, queue_id: i32) -> Arc<QueueHandle> {
         if let Some(h) = self.lookup(topic, queue_id) {
             return h;
         }
@@ -157,7 +160,7 @@ impl FileConsumeQueueStore {
             .clone()
     }
 
-    fn handles(&self) -> Vec<Arc<QueueHandle>> {
+    pub(super) fn handles(&self) -> Vec<Arc<QueueHandle>> {
         self.queues
             .read()
             .values()
@@ -165,7 +168,11 @@ impl FileConsumeQueueStore {
             .collect()
     }
 
-    fn put_one(&self, p: &CqPut, cached: &mut Option<Arc<QueueHandle>>) -> Result<(), CqError> {
+    pub(super) fn put_one(
+        &self,
+        p: &CqPut,
+        cached: &mut Option<Arc<QueueHandle>>,
+    ) -> Result<(), CqError> {
         loop {
             let h = match cached.take() {
                 Some(h) if h.key.topic == p.topic && h.key.queue_id == p.queue_id => h,
@@ -184,7 +191,7 @@ impl FileConsumeQueueStore {
 
     /// Flushes queues, then folders, then checkpoints: a checkpoint is
     /// written only after what it claims is durable.
-    fn flush_inner(&self) -> Result<(), CqError> {
+    pub(super) fn flush_inner(&self) -> Result<(), CqError> {
         let mut persisted = self.flush_lock.lock();
         // Captured first: units dispatched after this point may miss the
         // queue flushes below, so the checkpoint must not claim them.
@@ -235,7 +242,7 @@ impl FileConsumeQueueStore {
     /// Renames a topic folder out of the way: a crash then cannot leave half
     /// of it (which would look corrupt at the next open). Returns the new
     /// name, to be removed without any lock held.
-    fn unlink_topic_dir(&self, topic: &str) -> Result<Option<PathBuf>, CqError> {
+    pub(super) fn unlink_topic_dir(&self, topic: &str) -> Result<Option<PathBuf>, CqError> {
         let dir = self.env.root.join(topic);
         if !dir.exists() {
             return Ok(None);
@@ -248,7 +255,7 @@ impl FileConsumeQueueStore {
 }
 
 /// A topic name that is safe as a single path component.
-fn check_topic(topic: &str) -> Result<(), CqError> {
+pub(super) fn check_topic(topic: &str) -> Result<(), CqError> {
     let bad = topic.is_empty()
         || topic.starts_with('.')
         || topic.len() > 255
@@ -259,170 +266,4 @@ fn check_topic(topic: &str) -> Result<(), CqError> {
         )));
     }
     Ok(())
-}
-
-impl ConsumeQueueStore for FileConsumeQueueStore {
-    fn backend(&self) -> CqBackend {
-        CqBackend::File
-    }
-
-    fn put(&self, batch: &[CqPut], dispatched_to: i64) -> Result<(), CqError> {
-        self.check_writable()?;
-        // Validate the whole batch first so a bad unit writes nothing.
-        for p in batch {
-            check_topic(&p.topic)?;
-            validate(p)?;
-        }
-        let mut cached = None;
-        for p in batch {
-            self.put_one(p, &mut cached).map_err(|e| self.poisoned(e))?;
-        }
-        self.dispatched.fetch_max(dispatched_to, Ordering::AcqRel);
-        Ok(())
-    }
-
-    fn get(
-        &self,
-        topic: &str,
-        queue_id: i32,
-        from: i64,
-        max_count: usize,
-        out: &mut Vec<CqUnit>,
-    ) -> Result<(), CqError> {
-        self.check_open()?;
-        let Some(h) = self.lookup(topic, queue_id) else {
-            return Ok(());
-        };
-        let st = h.state.read();
-        h.get(&st, from, max_count, &self.env, out)
-    }
-
-    fn min_offset(&self, topic: &str, queue_id: i32) -> Result<i64, CqError> {
-        self.check_open()?;
-        Ok(self
-            .lookup(topic, queue_id)
-            .map_or(0, |h| h.state.read().min))
-    }
-
-    fn max_offset(&self, topic: &str, queue_id: i32) -> Result<i64, CqError> {
-        self.check_open()?;
-        Ok(self
-            .lookup(topic, queue_id)
-            .map_or(0, |h| h.state.read().max))
-    }
-
-    fn dispatched_phy_offset(&self) -> Result<i64, CqError> {
-        self.check_open()?;
-        Ok(self.dispatched.load(Ordering::Acquire))
-    }
-
-    fn truncate_from_phy(&self, phy_offset: i64) -> Result<(), CqError> {
-        self.check_writable()?;
-        for h in self.handles() {
-            let mut st = h.state.write();
-            h.truncate(&mut st, phy_offset, &self.env)
-                .map_err(|e| self.poisoned(e))?;
-        }
-        self.dispatched.fetch_min(phy_offset, Ordering::AcqRel);
-        Ok(())
-    }
-
-    fn correct_min_offset(&self, commit_log_min: i64) -> Result<(), CqError> {
-        self.check_writable()?;
-        for h in self.handles() {
-            let mut st = h.state.write();
-            h.correct_min(&mut st, commit_log_min, &self.env)
-                .map_err(|e| self.poisoned(e))?;
-        }
-        Ok(())
-    }
-
-    fn offset_by_time(
-        &self,
-        topic: &str,
-        queue_id: i32,
-        timestamp_ms: i64,
-        boundary: Boundary,
-        times: &dyn StoreTimeSource,
-    ) -> Result<i64, CqError> {
-        self.check_open()?;
-        let Some(h) = self.lookup(topic, queue_id) else {
-            return Ok(0);
-        };
-        let st = h.state.read();
-        h.offset_by_time(&st, timestamp_ms, boundary, times, &self.env)
-    }
-
-    fn flush(&self) -> Result<(), CqError> {
-        self.check_writable()?;
-        self.flush_inner().map_err(|e| self.poisoned(e))
-    }
-
-    fn delete_topic(&self, topic: &str) -> Result<(), CqError> {
-        self.check_writable()?;
-        check_topic(topic)?;
-        let doomed = {
-            // The map stays locked until the folder is renamed, so a put
-            // racing the deletion creates a fresh folder, not one inside the
-            // doomed tree.
-            let mut map = self.queues.write();
-            for h in map
-                .remove(topic)
-                .into_iter()
-                .flat_map(BTreeMap::into_values)
-            {
-                let mut st = h.state.write();
-                h.unmap_all(&st, &self.env);
-                *st = QueueState::new();
-                st.deleted = true;
-            }
-            self.env.min_dirty.store(true, Ordering::Release);
-            self.unlink_topic_dir(topic)?
-        };
-        if let Some(doomed) = doomed {
-            checkpoint::sync_dir(&self.env.root)?;
-            std::fs::remove_dir_all(&doomed).map_err(io_err("delete", &doomed))?;
-        }
-        Ok(())
-    }
-
-    fn queues(&self) -> Result<Vec<QueueKey>, CqError> {
-        self.check_open()?;
-        let mut keys: Vec<QueueKey> = self
-            .handles()
-            .into_iter()
-            .filter(|h| !h.state.read().segments.is_empty())
-            .map(|h| h.key.clone())
-            .collect();
-        keys.sort();
-        Ok(keys)
-    }
-
-    fn stats(&self) -> CqStats {
-        let mapped = self.env.pool.len() as u64;
-        CqStats {
-            queues: self.queues.read().values().map(|q| q.len() as u64).sum(),
-            // Each mapping keeps its file descriptor open; nothing else does.
-            open_files: mapped,
-            mapped_files: mapped,
-            mapped_bytes: self.env.pool.mapped_bytes(),
-            ..CqStats::default()
-        }
-    }
-
-    fn close(&self) -> Result<(), CqError> {
-        if self.closed.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        let flushed = match self.poison.lock().clone() {
-            Some(reason) => Err(CqError::Poisoned { reason }),
-            None => self.flush_inner(),
-        };
-        for h in self.handles() {
-            let st = h.state.read();
-            h.unmap_all(&st, &self.env);
-        }
-        self.env.pool.clear();
-        flushed
-    }
 }

@@ -50,11 +50,17 @@ fn main() -> anyhow::Result<()> {
                     let len = 64 + (n as usize * 131) % 900;
                     let r = store.put_message(&message("Crash", q, crash_body(&token, len)))?;
                     if r.status != PutStatus::PutOk {
-                        continue; // not acknowledged: the parent expects nothing of it
+                        // Not acknowledged: the parent expects nothing of it.
+                        eprintln!("crash-writer: {token} not acknowledged: {:?}", r.status);
+                        continue;
                     }
                     let a = &r.appended[0];
                     let mut out = std::io::stdout().lock();
-                    writeln!(out, "ACK {q} {} {} {token} {len}", a.queue_offset, a.phy_offset)?;
+                    writeln!(
+                        out,
+                        "ACK {q} {} {} {token} {len}",
+                        a.queue_offset, a.phy_offset
+                    )?;
                     out.flush()?;
                 }
                 Ok(())
@@ -62,7 +68,9 @@ fn main() -> anyhow::Result<()> {
         })
         .collect();
     for h in handles {
-        h.join().map_err(|_| anyhow::anyhow!("writer thread panicked"))?.context("writer")?;
+        h.join()
+            .map_err(|_| anyhow::anyhow!("writer thread panicked"))?
+            .context("writer")?;
     }
     Ok(())
 }

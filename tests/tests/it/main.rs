@@ -2,6 +2,8 @@
 //! RocksDB statically, so there is only this one).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod cq_conformance;
+mod cq_model;
 mod store_bad_input;
 mod store_concurrency;
 mod store_crash;

@@ -11,17 +11,29 @@ fn oversized_message_and_illegal_topic() {
     let config = small_config(dir.path(), CqBackend::File);
     let store = open_store(&config).unwrap();
     store.put_message(&message("Ok", 0, "kept")).unwrap();
-    let big = message("Ok", 0, vec![0u8; config.max_message_size_bytes as usize + 1]);
+    let big = message(
+        "Ok",
+        0,
+        vec![0u8; config.max_message_size_bytes as usize + 1],
+    );
     let err = store.put_message(&big).unwrap_err();
     assert!(matches!(err, StoreError::MessageIllegal { .. }), "{err}");
     assert!(err.to_string().contains("maxMessageSize"), "{err}");
-    let err = store.put_message(&message("bad/topic", 0, "x")).unwrap_err();
+    let err = store
+        .put_message(&message("bad/topic", 0, "x"))
+        .unwrap_err();
     assert!(matches!(err, StoreError::IllegalName(_)), "{err}");
     assert!(err.to_string().contains("bad/topic"), "{err}");
-    let err = store.put_message(&message(&"t".repeat(128), 0, "x")).unwrap_err();
+    let err = store
+        .put_message(&message(&"t".repeat(128), 0, "x"))
+        .unwrap_err();
     assert!(matches!(err, StoreError::IllegalName(_)), "{err}");
     wait_dispatched(&store);
-    assert_eq!(read_queue(&store, "Ok", 0).len(), 1, "the good message is still there");
+    assert_eq!(
+        read_queue(&store, "Ok", 0).len(),
+        1,
+        "the good message is still there"
+    );
 }
 
 #[test]
@@ -56,7 +68,9 @@ fn corrupt_segment_in_the_middle_is_a_named_error() {
     {
         let store = open_store(&config).unwrap();
         for i in 0..400 {
-            let r = store.put_message(&message("Mid", 0, vec![i as u8; 500])).unwrap();
+            let r = store
+                .put_message(&message("Mid", 0, vec![i as u8; 500]))
+                .unwrap();
             offsets.push(r.appended[0].phy_offset);
         }
         store.shutdown().unwrap();
@@ -73,8 +87,14 @@ fn corrupt_segment_in_the_middle_is_a_named_error() {
     raw[(victim - middle) as usize + 4] ^= 0x55; // its magic code
     std::fs::write(&path, &raw).unwrap();
     let err = open_store(&config).unwrap_err();
-    assert!(matches!(&err, StoreError::Corrupt { offset, .. } if *offset == victim), "{err}");
-    assert!(err.to_string().contains(&segment_name(middle)), "names the file: {err}");
+    assert!(
+        matches!(&err, StoreError::Corrupt { offset, .. } if *offset == victim),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains(&segment_name(middle)),
+        "names the file: {err}"
+    );
     // Nothing was cut: restoring the byte brings every message back.
     std::fs::write(&path, &original).unwrap();
     let store = open_store(&config).unwrap();
@@ -82,7 +102,9 @@ fn corrupt_segment_in_the_middle_is_a_named_error() {
     store.shutdown().unwrap();
 
     // A segment file of the wrong size, and a stray file name.
-    let seg1 = config.commit_log_dir().join(segment_name(config.mapped_file_size_commit_log_bytes as i64));
+    let seg1 = config.commit_log_dir().join(segment_name(
+        config.mapped_file_size_commit_log_bytes as i64,
+    ));
     let seg1_bytes = std::fs::read(&seg1).unwrap();
     std::fs::write(&seg1, &seg1_bytes[..1000]).unwrap();
     let err = open_store(&config).unwrap_err();

@@ -22,7 +22,10 @@ fn concurrent_appends(backend: CqBackend) {
                     let q = ((t + i) % QUEUES as usize) as i32;
                     let body = format!("t{t}-i{i}-{}", "x".repeat(i % 97));
                     if i % 10 == 0 {
-                        let batch = vec![message("Conc", q, body.clone() + "-b0"), message("Conc", q, body + "-b1")];
+                        let batch = vec![
+                            message("Conc", q, body.clone() + "-b0"),
+                            message("Conc", q, body + "-b1"),
+                        ];
                         store.put_messages(&batch).unwrap();
                     } else {
                         store.put_message(&message("Conc", q, body)).unwrap();
@@ -44,7 +47,10 @@ fn concurrent_appends(backend: CqBackend) {
             assert_eq!(m.stored_queue_offset, i as i64);
             assert!(bodies.insert(m.body.clone()), "body read twice");
         }
-        assert_eq!(store.max_offset_in_queue("Conc", q).unwrap(), got.len() as i64);
+        assert_eq!(
+            store.max_offset_in_queue("Conc", q).unwrap(),
+            got.len() as i64
+        );
         total += got.len();
     }
     assert_eq!(total, THREADS * (PER_THREAD + PER_THREAD / 10));

@@ -40,12 +40,22 @@ fn parse_ack(line: &str) -> Option<Ack> {
     let _phy: i64 = it.next()?.parse().ok()?;
     let token = it.next()?.to_owned();
     let len = it.next()?.parse().ok()?;
-    Some(Ack { queue, queue_offset, token, len })
+    Some(Ack {
+        queue,
+        queue_offset,
+        token,
+        len,
+    })
 }
 
 fn run_and_kill(root: &std::path::Path, backend: &str) -> Vec<Ack> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_crash-writer"))
-        .args(["write", root.to_str().unwrap(), backend, &WRITER_THREADS.to_string()])
+        .args([
+            "write",
+            root.to_str().unwrap(),
+            backend,
+            &WRITER_THREADS.to_string(),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -66,7 +76,10 @@ fn run_and_kill(root: &std::path::Path, backend: &str) -> Vec<Ack> {
         let left = deadline.saturating_duration_since(Instant::now());
         let line = rx.recv_timeout(left).unwrap_or_else(|_| {
             let _ = child.kill();
-            panic!("child produced only {} acks in {FIRST_ACKS_TIMEOUT:?}", acks.len())
+            panic!(
+                "child produced only {} acks in {FIRST_ACKS_TIMEOUT:?}",
+                acks.len()
+            )
         });
         acks.extend(parse_ack(&line));
     }
@@ -93,12 +106,18 @@ fn crash_rounds(backend: CqBackend) {
         let acks = run_and_kill(dir.path(), backend.as_str());
         for a in acks {
             let prev = acked.insert((a.queue, a.queue_offset), a.clone());
-            assert!(prev.is_none(), "round {round}: queue offset reused: {a:?} and {prev:?}");
+            assert!(
+                prev.is_none(),
+                "round {round}: queue offset reused: {a:?} and {prev:?}"
+            );
         }
         let mut config = small_config(dir.path(), backend);
         config.mapped_file_size_commit_log_bytes = 256 * 1024;
         let store = open_store(&config).unwrap();
-        assert!(store.startup_report().abnormal, "a killed run leaves the abort file");
+        assert!(
+            store.startup_report().abnormal,
+            "a killed run leaves the abort file"
+        );
         for q in 0..WRITER_THREADS as i32 {
             let got = read_queue(&store, "Crash", q);
             for (i, m) in got.iter().enumerate() {
@@ -108,7 +127,11 @@ fn crash_rounds(backend: CqBackend) {
                 let m = got
                     .get(a.queue_offset as usize)
                     .unwrap_or_else(|| panic!("round {round}: acknowledged {a:?} lost"));
-                assert_eq!(m.body, crash_body(&a.token, a.len), "round {round}: body of {a:?}");
+                assert_eq!(
+                    m.body,
+                    crash_body(&a.token, a.len),
+                    "round {round}: body of {a:?}"
+                );
             }
         }
         // Let the next child start from a clean or a crashed state in turn.

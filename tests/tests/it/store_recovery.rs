@@ -7,7 +7,9 @@ use std::path::Path;
 use rmq_common::config::CqBackend;
 use rmq_common::StoreConfig;
 use rmq_store_file::commitlog::segment_name;
-use rmq_tests::{copy_dir, message, open_store, read_queue, small_config, wait_dispatched, BACKENDS};
+use rmq_tests::{
+    copy_dir, message, open_store, read_queue, small_config, wait_dispatched, BACKENDS,
+};
 
 const QUEUES: i32 = 2;
 
@@ -57,12 +59,18 @@ fn check_survivors(config: &StoreConfig, sent: &Sent, tail: i64) {
             assert!(g.phy_offset < tail, "unit points past the tail");
         }
         // Units are removed, not just hidden: the max offset agrees.
-        assert_eq!(store.max_offset_in_queue("Torn", q).unwrap(), want.len() as i64);
+        assert_eq!(
+            store.max_offset_in_queue("Torn", q).unwrap(),
+            want.len() as i64
+        );
         // Offsets continue after the survivors.
         let r = store.put_message(&message("Torn", q, "after")).unwrap();
         assert_eq!(r.appended[0].queue_offset, want.len() as i64);
         if q == 0 {
-            assert_eq!(r.appended[0].phy_offset, tail, "appends continue at the tail");
+            assert_eq!(
+                r.appended[0].phy_offset, tail,
+                "appends continue at the tail"
+            );
         }
     }
     store.shutdown().unwrap();
@@ -80,7 +88,12 @@ fn torn_tail_every_cut(backend: CqBackend) {
         copy_dir(pristine.path(), work.path());
         let config = small_config(work.path(), backend);
         tear(work.path(), &config, cut, end);
-        let tail = sent.iter().map(|s| s.3).filter(|e| *e as usize <= cut).max().unwrap_or(0);
+        let tail = sent
+            .iter()
+            .map(|s| s.3)
+            .filter(|e| *e as usize <= cut)
+            .max()
+            .unwrap_or(0);
         check_survivors(&config, &sent, tail);
     }
 }
@@ -122,7 +135,9 @@ fn abnormal_restart_is_idempotent(backend: CqBackend) {
     let first = write_records(&config, 40);
     let store = open_store(&config).unwrap();
     for i in 0..60 {
-        store.put_message(&message("Torn", i % QUEUES, format!("second-{i}"))).unwrap();
+        store
+            .put_message(&message("Torn", i % QUEUES, format!("second-{i}")))
+            .unwrap();
     }
     wait_dispatched(&store);
     let before: Vec<_> = (0..QUEUES).map(|q| read_queue(&store, "Torn", q)).collect();
@@ -133,7 +148,11 @@ fn abnormal_restart_is_idempotent(backend: CqBackend) {
     let report = store.startup_report().clone();
     assert!(report.abnormal);
     if backend == CqBackend::File {
-        assert_eq!(report.redispatch_from, first.last().unwrap().3, "restart from the durable checkpoint");
+        assert_eq!(
+            report.redispatch_from,
+            first.last().unwrap().3,
+            "restart from the durable checkpoint"
+        );
         assert_eq!(report.redispatched_records, 60);
     }
     for q in 0..QUEUES {
@@ -145,7 +164,10 @@ fn abnormal_restart_is_idempotent(backend: CqBackend) {
     // And a clean restart after that is not abnormal any more.
     let store = open_store(&config).unwrap();
     assert!(!store.startup_report().abnormal);
-    assert_eq!(store.startup_report().redispatched_records, if backend == CqBackend::Memory { 100 } else { 0 });
+    assert_eq!(
+        store.startup_report().redispatched_records,
+        if backend == CqBackend::Memory { 100 } else { 0 }
+    );
 }
 
 #[test]

@@ -14,12 +14,21 @@ fn roll_over(backend: CqBackend) {
         for i in 0..1500usize {
             let q = (i % 3) as i32;
             let body = vec![(i % 251) as u8; 50 + (i * 37) % 700];
-            let r = store.put_message(&message("Roll", q, body.clone())).unwrap();
+            let r = store
+                .put_message(&message("Roll", q, body.clone()))
+                .unwrap();
             let a = &r.appended[0];
-            assert_eq!(a.phy_offset / segment, (a.end_offset() - 1) / segment, "record straddles a segment");
+            assert_eq!(
+                a.phy_offset / segment,
+                (a.end_offset() - 1) / segment,
+                "record straddles a segment"
+            );
             sent.push((q, a.queue_offset, body));
         }
-        assert!(store.max_phy_offset() > 10 * segment, "the test must cross many segments");
+        assert!(
+            store.max_phy_offset() > 10 * segment,
+            "the test must cross many segments"
+        );
         wait_dispatched(&store);
         check(&store, &sent);
         store.shutdown().unwrap();

@@ -1,0 +1,412 @@
+//! The group-commit writer: one thread owns a bounded queue of dispatch
+//! batches, drains as many as fit in one `WriteBatch`, writes it, updates the
+//! in-memory min/max cache, and only then calls the batches' callbacks in
+//! order (the broker wakes waiting pulls from them, so a pull never sees a
+//! unit before it is readable).
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Mutex, RwLock};
+use rmq_common::constants::CHECKPOINT_TOPIC;
+use rmq_common::cq::{CqError, CqPut, PutCallback, QueueKey};
+use rocksdb::WriteBatch;
+
+use crate::db::{Db, Shared};
+use crate::key::{self, EntryValue};
+use crate::maintain::{self, Correction};
+use crate::offsets::{LastUnit, OffsetCache, QueueState};
+
+/// One `put_async` call.
+pub(crate) struct PutRequest {
+    pub units: Vec<CqPut>,
+    pub dispatched_to: i64,
+    pub done: PutCallback,
+}
+
+enum Msg {
+    Put(PutRequest),
+    /// Acknowledged once everything queued before it is written.
+    Barrier(SyncSender<()>),
+}
+
+/// Handle to the group-commit thread.
+pub(crate) struct Writer {
+    /// `None` once stopped. This is the only sender: dropping it ends the
+    /// thread once the queue is drained. Senders hold the read lock while
+    /// they send, so `stop` (write lock) never races a send.
+    tx: RwLock<Option<SyncSender<Msg>>>,
+    handle: Mutex<Option<JoinHandle<()>>>,
+    shared: Arc<Shared>,
+}
+
+impl Writer {
+    /// Starts the thread with a queue of `capacity` batches; one write holds
+    /// at most `max_units` units unless a single batch is larger (a batch is
+    /// never split: it is atomic).
+    pub fn spawn(shared: Arc<Shared>, capacity: usize, max_units: usize) -> Result<Self, CqError> {
+        let (tx, rx) = sync_channel(capacity.max(1));
+        let thread_shared = Arc::clone(&shared);
+        let handle = std::thread::Builder::new()
+            .name("rmq-cq-rocks-writer".into())
+            .spawn(move || run(&thread_shared, &rx, max_units.max(1)))
+            .map_err(|e| CqError::io("spawn the rocksdb consume-queue writer thread", e))?;
+        Ok(Self {
+            tx: RwLock::new(Some(tx)),
+            handle: Mutex::new(Some(handle)),
+            shared,
+        })
+    }
+
+    /// Queues a batch, blocking while the queue is full (back-pressure on
+    /// reput). After `stop`, calls `done` with [`CqError::Closed`].
+    pub fn submit(&self, req: PutRequest) {
+        let units = req.units.len() as u64;
+        // The callback of a refused request runs after the lock is released:
+        // it may call back into the store.
+        let refused = {
+            let tx = self.tx.read();
+            match tx.as_ref() {
+                None => Some((req, CqError::Closed)),
+                Some(tx) => {
+                    self.shared
+                        .pending_units
+                        .fetch_add(units, Ordering::Relaxed);
+                    match tx.send(Msg::Put(req)) {
+                        Ok(()) => None,
+                        Err(failed) => {
+                            self.shared
+                                .pending_units
+                                .fetch_sub(units, Ordering::Relaxed);
+                            match failed.0 {
+                                Msg::Put(req) => Some((req, thread_gone())),
+                                Msg::Barrier(_) => None,
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        if let Some((req, err)) = refused {
+            (req.done)(Err(err));
+        }
+    }
+
+    /// Waits until everything queued so far is written (or failed).
+    pub fn barrier(&self) -> Result<(), CqError> {
+        let (ack_tx, ack_rx) = sync_channel(1);
+        {
+            let tx = self.tx.read();
+            let tx = tx.as_ref().ok_or(CqError::Closed)?;
+            tx.send(Msg::Barrier(ack_tx)).map_err(|_| thread_gone())?;
+        }
+        ack_rx.recv().map_err(|_| thread_gone())
+    }
+
+    /// Writes everything queued, then stops and joins the thread. Later
+    /// submissions fail with `Closed`. Idempotent.
+    pub fn stop(&self) {
+        drop(self.tx.write().take());
+        let Some(handle) = self.handle.lock().take() else {
+            return;
+        };
+        if handle.thread().id() == std::thread::current().id() {
+            // A callback dropped the last handle of the store: the thread
+            // cannot join itself. It drains the queue and exits on its own;
+            // what it finds after the database closed fails with `Closed`.
+            tracing::warn!("rocksdb consume queue closed from its own writer thread");
+            return;
+        }
+        if handle.join().is_err() {
+            tracing::error!("the rocksdb consume-queue writer thread panicked");
+        }
+    }
+}
+
+fn thread_gone() -> CqError {
+    CqError::Poisoned {
+        reason: "the group-commit writer thread is gone".into(),
+    }
+}
+
+/// The thread's loop. Messages are handled strictly in queue order; it ends
+/// when the sender is dropped and the queue is empty.
+fn run(shared: &Shared, rx: &Receiver<Msg>, max_units: usize) {
+    let mut carry: Option<Msg> = None;
+    loop {
+        let first = match carry.take() {
+            Some(m) => m,
+            None => match rx.recv() {
+                Ok(m) => m,
+                Err(_) => return,
+            },
+        };
+        let first = match first {
+            Msg::Put(p) => p,
+            Msg::Barrier(ack) => {
+                let _ = ack.send(());
+                continue;
+            }
+        };
+        let mut units = first.units.len();
+        let mut group = vec![first];
+        // A barrier found while draining; acknowledged after the group.
+        let mut after = None;
+        loop {
+            match rx.try_recv() {
+                Ok(Msg::Put(p)) if units + p.units.len() > max_units => {
+                    carry = Some(Msg::Put(p));
+                    break;
+                }
+                Ok(Msg::Put(p)) => {
+                    units += p.units.len();
+                    group.push(p);
+                }
+                Ok(Msg::Barrier(ack)) => {
+                    after = Some(ack);
+                    break;
+                }
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+        commit_group(shared, group, units);
+        if let Some(ack) = after {
+            let _ = ack.send(());
+        }
+    }
+}
+
+/// Writes one group and calls its callbacks in order.
+fn commit_group(shared: &Shared, group: Vec<PutRequest>, units: usize) {
+    let outcome = {
+        let guard = shared.db.read();
+        match guard.as_ref() {
+            Some(db) => {
+                let _w = shared.write_lock.lock();
+                write_locked(shared, db, &group)
+            }
+            None => Err(CqError::Closed),
+        }
+    };
+    shared
+        .pending_units
+        .fetch_sub(units as u64, Ordering::Relaxed);
+    if let Err(e) = &outcome {
+        // Whatever failed (a read while planning, the write), units of this
+        // group are missing: later groups must not write past the gap.
+        if !matches!(e, CqError::Poisoned { .. } | CqError::Closed) {
+            shared.poison(e);
+        }
+    }
+    let mut batch_error = None;
+    let results: Vec<Result<(), CqError>> = match outcome {
+        Ok(per_request) => per_request,
+        Err(e) => {
+            let reason = e.to_string();
+            batch_error = Some(e);
+            group
+                .iter()
+                .map(|_| {
+                    Err(CqError::Poisoned {
+                        reason: reason.clone(),
+                    })
+                })
+                .collect()
+        }
+    };
+    for (i, (req, mut result)) in group.into_iter().zip(results).enumerate() {
+        // The first caller gets the write error itself (with its source);
+        // the others are told the batch they were in failed.
+        if i == 0 {
+            if let Some(e) = batch_error.take() {
+                result = Err(e);
+            }
+        }
+        let done = req.done;
+        if catch_unwind(AssertUnwindSafe(move || done(result))).is_err() {
+            tracing::error!("a consume-queue put callback panicked");
+        }
+    }
+}
+
+/// Rejects what the key layout cannot hold.
+fn validate(units: &[CqPut]) -> Result<(), CqError> {
+    for u in units {
+        if u.topic == CHECKPOINT_TOPIC {
+            return Err(CqError::InvalidArgument(format!(
+                "{CHECKPOINT_TOPIC} is reserved for the dispatch checkpoint"
+            )));
+        }
+        // Big-endian keys sort negative offsets after positive ones.
+        if u.queue_offset < 0 || u.phy_offset < 0 || u.size < 0 {
+            return Err(CqError::InvalidArgument(format!(
+                "{}/{}: negative queue offset {}, phy offset {} or size {}",
+                u.topic, u.queue_id, u.queue_offset, u.phy_offset, u.size
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A queue's state while a batch is planned.
+struct Staged {
+    state: QueueState,
+    min_dirty: bool,
+    max_dirty: bool,
+}
+
+/// Plans and writes the group under the write lock. `Err` means nothing of
+/// the group was written (the store is or becomes poisoned); `Ok` holds each
+/// request's own result (a request failing validation is skipped whole).
+fn write_locked(
+    shared: &Shared,
+    db: &Db,
+    group: &[PutRequest],
+) -> Result<Vec<Result<(), CqError>>, CqError> {
+    shared.check_writable()?;
+    let commit_log_min = shared.commit_log_min.load(Ordering::Acquire);
+    let entries_cf = db.entries()?;
+    let mut batch = WriteBatch::default();
+    let mut staged: HashMap<QueueKey, Staged> = HashMap::new();
+    let mut results = Vec::with_capacity(group.len());
+    let (old_dispatched, dispatched) = {
+        let cache = shared.offsets.read();
+        let mut dispatched = cache.dispatched;
+        for req in group {
+            if let Err(e) = validate(&req.units) {
+                results.push(Err(e));
+                continue;
+            }
+            for u in &req.units {
+                let k = QueueKey::new(u.topic.as_str(), u.queue_id);
+                let st = match staged.entry(k) {
+                    std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        let st = stage(db, &cache, v.key(), commit_log_min)?;
+                        v.insert(st)
+                    }
+                };
+                let verdict = accept(&mut st.state, u);
+                if verdict != Verdict::Skip {
+                    let value = EntryValue {
+                        phy_offset: u.phy_offset,
+                        size: u.size,
+                        tags_code: u.tags_code,
+                        store_timestamp: u.store_timestamp,
+                    };
+                    batch.put_cf(
+                        entries_cf,
+                        key::entry_key(&u.topic, u.queue_id, u.queue_offset),
+                        value.encode(),
+                    );
+                    st.min_dirty |= verdict == Verdict::First;
+                    st.state.last = Some(LastUnit {
+                        offset: u.queue_offset,
+                        phy: u.phy_offset,
+                        phy_end: value.phy_end(),
+                    });
+                    st.max_dirty = true;
+                }
+            }
+            dispatched = dispatched.max(req.dispatched_to);
+            results.push(Ok(()));
+        }
+        (cache.dispatched, dispatched)
+    };
+
+    let offsets_cf = db.offsets()?;
+    for (k, st) in &staged {
+        if st.min_dirty {
+            maintain::put_min_key(&mut batch, offsets_cf, k, &st.state);
+        }
+        if st.max_dirty {
+            maintain::put_or_delete_max_key(&mut batch, offsets_cf, k, &st.state);
+        }
+    }
+    if dispatched != old_dispatched {
+        maintain::put_checkpoint(&mut batch, offsets_cf, dispatched);
+    }
+    if !batch.is_empty() {
+        #[cfg(test)]
+        if shared.fail_next_write.swap(false, Ordering::SeqCst) {
+            let e = CqError::io(
+                "group commit",
+                std::io::Error::other("injected write failure"),
+            );
+            shared.poison(&e);
+            return Err(e);
+        }
+        if let Err(e) = db.write(batch, "group commit to the rocksdb consume queue") {
+            shared.poison(&e);
+            return Err(e);
+        }
+    }
+    publish(&mut shared.offsets.write(), staged, dispatched);
+    Ok(results)
+}
+
+/// The staged state of a queue first touched by this batch, with any pending
+/// lazy min correction applied (its keys are written with the batch) so the
+/// idempotency rules see what the model would.
+fn stage(
+    db: &Db,
+    cache: &OffsetCache,
+    k: &QueueKey,
+    commit_log_min: i64,
+) -> Result<Staged, CqError> {
+    let Some(mut state) = cache.queues.get(k).copied() else {
+        return Ok(Staged {
+            state: QueueState::empty(0, commit_log_min),
+            min_dirty: false,
+            max_dirty: false,
+        });
+    };
+    let corrected = maintain::correct_min(db, k, &mut state, commit_log_min)?;
+    Ok(Staged {
+        state,
+        min_dirty: corrected != Correction::Unchanged,
+        max_dirty: corrected == Correction::Emptied,
+    })
+}
+
+/// The model's idempotency rules: skip a unit whose record ends at or before
+/// the queue's highest record end, or (in a queue holding units) whose queue
+/// offset is below the next one. The first unit of an empty queue sets its
+/// min offset.
+fn accept(q: &mut QueueState, u: &CqPut) -> Verdict {
+    if u.phy_offset + i64::from(u.size) <= q.max_phy_end() {
+        return Verdict::Skip;
+    }
+    if q.last.is_none() {
+        q.min = u.queue_offset;
+        q.min_phy = u.phy_offset;
+        return Verdict::First;
+    }
+    if u.queue_offset < q.max_offset() {
+        return Verdict::Skip;
+    }
+    Verdict::Next
+}
+
+/// What [`accept`] decided about a unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// A replay: already written.
+    Skip,
+    /// The first unit of an empty queue: it sets the min offset.
+    First,
+    /// The next unit of a queue.
+    Next,
+}
+
+/// Makes a written batch visible to readers.
+fn publish(cache: &mut OffsetCache, staged: HashMap<QueueKey, Staged>, dispatched: i64) {
+    for (k, st) in staged {
+        cache.queues.insert(k, st.state);
+    }
+    cache.dispatched = dispatched;
+}
