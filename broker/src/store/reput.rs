@@ -18,6 +18,10 @@ use super::SharedOffset;
 
 /// Records dispatched in one pass at most (one consume-queue batch).
 const MAX_RECORDS_PER_PASS: usize = 4096;
+/// During a long catch-up (a backend rebuilt from the CommitLog), flush the
+/// consume queue after this many bytes so a crash resumes the rebuild
+/// instead of starting it over.
+const CATCH_UP_FLUSH_BYTES: i64 = 64 * 1024 * 1024;
 /// How often catch-up logs its progress.
 const PROGRESS_LOG_INTERVAL: Duration = Duration::from_secs(5);
 
@@ -160,10 +164,15 @@ impl Dispatcher {
         let mut last_log = Instant::now();
         let mut total = 0u64;
         let target = self.commit_log.max_offset();
+        let mut flushed_at = self.parse_from.get();
         loop {
             match self.dispatch_pass()? {
                 Pass::Idle => break,
                 Pass::Progress(n) => total += n as u64,
+            }
+            if self.parse_from.get() - flushed_at >= CATCH_UP_FLUSH_BYTES {
+                self.cq.flush()?;
+                flushed_at = self.parse_from.get();
             }
             if let Some(reason) = self.visible.progress.lock().clone() {
                 return Err(StoreError::Poisoned { reason });

@@ -7,6 +7,8 @@ mod cq_model;
 mod store_bad_input;
 mod store_concurrency;
 mod store_crash;
+mod store_many_queues;
 mod store_read_path;
 mod store_recovery;
 mod store_segments;
+mod store_switch;
