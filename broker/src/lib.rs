@@ -3,6 +3,10 @@
 //! processors and embedded NameServer.
 #![forbid(unsafe_code)]
 
+pub mod config;
+pub mod meta;
+pub mod namesrv;
+pub mod remoting;
 pub mod store;
 
 pub use store::MessageStore;

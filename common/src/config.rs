@@ -56,16 +56,16 @@ impl std::fmt::Display for CqBackend {
 #[error("config key `{key}`: {reason}")]
 pub struct ConfigError {
     /// The broker.conf key.
-    pub key: &'static str,
+    pub key: std::borrow::Cow<'static, str>,
     /// What is wrong with its value.
     pub reason: String,
 }
 
 impl ConfigError {
     /// An error for `key`.
-    pub fn new(key: &'static str, reason: impl Into<String>) -> Self {
+    pub fn new(key: impl Into<std::borrow::Cow<'static, str>>, reason: impl Into<String>) -> Self {
         Self {
-            key,
+            key: key.into(),
             reason: reason.into(),
         }
     }

@@ -14,6 +14,7 @@ pub mod cq;
 pub mod dispatch;
 pub mod message;
 pub mod names;
+pub mod remoting;
 pub mod time;
 
 pub use config::{ConfigError, CqBackend, FlushDiskType, StoreConfig};

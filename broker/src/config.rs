@@ -1,0 +1,322 @@
+//! Broker configuration: RocketMQ's `BrokerConfig` keys plus the store's
+//! `MessageStoreConfig` keys, in one broker.conf (properties or TOML), each
+//! overridable by the environment (`RMQ_<key>`, any case) and by `--set
+//! key=value`. Unknown keys and bad values are errors that name the key.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rmq_common::{ConfigError, StoreConfig};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Prefix of environment overrides, e.g. `RMQ_LISTENPORT=10912`.
+pub const ENV_PREFIX: &str = "RMQ_";
+
+/// The broker's own settings (the store's are in [`StoreConfig`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct BrokerConfig {
+    /// Name of this broker (master and slaves share it).
+    pub broker_name: String,
+    /// Cluster the broker registers in.
+    pub broker_cluster_name: String,
+    /// 0 for a master.
+    pub broker_id: i64,
+    /// Address clients are told to connect to.
+    #[serde(rename = "brokerIP1")]
+    pub broker_ip1: String,
+    /// Remoting port for clients (0 picks a free one).
+    pub listen_port: u16,
+    /// NameServers to register with (`host:port;host:port`). Empty: the
+    /// embedded NameServer only.
+    pub namesrv_addr: String,
+    /// Port of the embedded NameServer (0 picks a free one, -1 disables it).
+    pub namesrv_listen_port: i32,
+    /// Create unknown topics on first send.
+    pub auto_create_topic_enable: bool,
+    /// Queues of an auto-created topic (also capped by the client's request).
+    pub default_topic_queue_nums: i32,
+    /// Interval of the registration heartbeat to NameServers.
+    #[serde(rename = "registerNameServerPeriod")]
+    pub register_name_server_period_ms: u64,
+    /// A client connection silent this long is dropped from the client tables.
+    #[serde(rename = "channelNotActiveInterval")]
+    pub channel_not_active_interval_ms: u64,
+    /// Interval at which consumer offsets are persisted.
+    #[serde(rename = "flushConsumerOffsetInterval")]
+    pub flush_consumer_offset_interval_ms: u64,
+    /// Hold pulls that find nothing until a message arrives (long polling).
+    pub long_polling_enable: bool,
+    /// Wait of a suspended pull when long polling is off.
+    #[serde(rename = "shortPollingTimeMills")]
+    pub short_polling_time_ms: u64,
+    /// Requests one connection may have in flight before it is read no more.
+    pub max_in_flight_per_connection: u32,
+    /// Prometheus endpoint port (0 picks a free one, -1 disables it).
+    pub metrics_port: i32,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        Self {
+            broker_name: "broker-a".into(),
+            broker_cluster_name: "DefaultCluster".into(),
+            broker_id: 0,
+            broker_ip1: "127.0.0.1".into(),
+            listen_port: 10911,
+            namesrv_addr: String::new(),
+            namesrv_listen_port: 9876,
+            auto_create_topic_enable: true,
+            default_topic_queue_nums: 8,
+            register_name_server_period_ms: 30_000,
+            channel_not_active_interval_ms: 120_000,
+            flush_consumer_offset_interval_ms: 5_000,
+            long_polling_enable: true,
+            short_polling_time_ms: 1_000,
+            max_in_flight_per_connection: 256,
+            metrics_port: 5557,
+        }
+    }
+}
+
+impl BrokerConfig {
+    /// Checks the values; the error names the key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        rmq_common::names::validate_group(&self.broker_name)
+            .map_err(|e| ConfigError::new("brokerName", e.to_string()))?;
+        rmq_common::names::validate_group(&self.broker_cluster_name)
+            .map_err(|e| ConfigError::new("brokerClusterName", e.to_string()))?;
+        if self.broker_ip1.parse::<std::net::IpAddr>().is_err() {
+            return Err(ConfigError::new("brokerIP1", format!("{:?} is not an IP address", self.broker_ip1)));
+        }
+        if !(1..=1024).contains(&self.default_topic_queue_nums) {
+            return Err(ConfigError::new("defaultTopicQueueNums", "must be within 1..=1024"));
+        }
+        if !(-1..=65535).contains(&self.namesrv_listen_port) {
+            return Err(ConfigError::new("namesrvListenPort", "must be -1 (off), 0 (any) or a port"));
+        }
+        if !(-1..=65535).contains(&self.metrics_port) {
+            return Err(ConfigError::new("metricsPort", "must be -1 (off), 0 (any) or a port"));
+        }
+        for addr in self.namesrv_addrs() {
+            if addr.parse::<std::net::SocketAddr>().is_err() {
+                return Err(ConfigError::new("namesrvAddr", format!("{addr:?} is not host:port")));
+            }
+        }
+        if self.register_name_server_period_ms < 1000 {
+            return Err(ConfigError::new("registerNameServerPeriod", "must be at least 1000 ms"));
+        }
+        if self.max_in_flight_per_connection == 0 {
+            return Err(ConfigError::new("maxInFlightPerConnection", "must be positive"));
+        }
+        Ok(())
+    }
+
+    /// The NameServer addresses of `namesrvAddr`.
+    pub fn namesrv_addrs(&self) -> Vec<String> {
+        self.namesrv_addr
+            .split(';')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// Everything the broker process is configured with.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settings {
+    /// Broker keys.
+    pub broker: BrokerConfig,
+    /// Store keys.
+    pub store: StoreConfig,
+}
+
+/// Where raw `key=value` settings come from, in increasing precedence.
+#[derive(Debug, Default)]
+pub struct Sources<'a> {
+    /// A broker.conf (`.conf`/`.properties`/`.ini`) or `.toml` file.
+    pub file: Option<&'a Path>,
+    /// Environment variables (all of them; only `RMQ_*` are read).
+    pub env: Vec<(String, String)>,
+    /// `--set key=value` arguments.
+    pub overrides: Vec<String>,
+}
+
+impl Settings {
+    /// Loads and validates settings from `sources`.
+    pub fn load(sources: &Sources<'_>) -> Result<Self, ConfigError> {
+        let mut raw: Vec<(String, String, &'static str)> = Vec::new();
+        if let Some(path) = sources.file {
+            for (k, v) in read_file(path)? {
+                raw.push((k, v, "config file"));
+            }
+        }
+        for (k, v) in &sources.env {
+            if let Some(key) = k.strip_prefix(ENV_PREFIX) {
+                raw.push((key.to_owned(), v.clone(), "environment"));
+            }
+        }
+        for o in &sources.overrides {
+            let (k, v) = o
+                .split_once('=')
+                .ok_or_else(|| ConfigError::new("--set", format!("{o:?} is not key=value")))?;
+            raw.push((k.trim().to_owned(), v.trim().to_owned(), "--set"));
+        }
+        Self::from_pairs(raw.into_iter().map(|(k, v, _)| (k, v)))
+    }
+
+    /// Builds settings from raw pairs (keys matched without regard to case).
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Result<Self, ConfigError> {
+        let mut broker = to_object(&BrokerConfig::default())?;
+        let mut store = to_object(&StoreConfig::default())?;
+        for (key, value) in pairs {
+            let lower = key.to_ascii_lowercase();
+            let lower = store_alias(&lower).unwrap_or(&lower).to_owned();
+            let target = if let Some(k) = find_key(&broker, &lower) {
+                Some((&mut broker, k))
+            } else {
+                find_key(&store, &lower).map(|k| (&mut store, k))
+            };
+            let Some((obj, field)) = target else {
+                return Err(ConfigError::new("(unknown)", format!("unknown config key `{key}`")));
+            };
+            let coerced = coerce(&obj[&field], &value)
+                .ok_or_else(|| ConfigError::new(field.clone(), format!("{value:?} is not a valid value")))?;
+            obj.insert(field, coerced);
+        }
+        let broker: BrokerConfig = from_object(broker)?;
+        let store: StoreConfig = from_object(store)?;
+        broker.validate()?;
+        store.validate()?;
+        Ok(Self { broker, store })
+    }
+}
+
+/// Keys accepted under another name.
+fn store_alias(lower: &str) -> Option<&'static str> {
+    (lower == "storetype").then_some("consumequeuestore")
+}
+
+fn read_file(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
+    let format = match path.extension().and_then(|e| e.to_str()) {
+        Some("toml") => config::FileFormat::Toml,
+        _ => config::FileFormat::Ini,
+    };
+    let built = config::Config::builder()
+        .add_source(config::File::new(&path.to_string_lossy(), format))
+        .build()
+        .map_err(|e| ConfigError::new("--config", format!("{}: {e}", path.display())))?;
+    let map: BTreeMap<String, config::Value> = built
+        .try_deserialize()
+        .map_err(|e| ConfigError::new("--config", format!("{}: {e}", path.display())))?;
+    map.into_iter()
+        .map(|(k, v)| {
+            let s = v
+                .into_string()
+                .map_err(|e| ConfigError::new("--config", format!("key `{k}`: {e}")))?;
+            Ok((k, s))
+        })
+        .collect()
+}
+
+type Object = serde_json::Map<String, Value>;
+
+fn to_object<T: Serialize>(v: &T) -> Result<Object, ConfigError> {
+    match serde_json::to_value(v) {
+        Ok(Value::Object(o)) => Ok(o),
+        _ => Err(ConfigError::new("(internal)", "config defaults are not an object")),
+    }
+}
+
+fn from_object<T: for<'de> Deserialize<'de>>(o: Object) -> Result<T, ConfigError> {
+    serde_json::from_value(Value::Object(o)).map_err(|e| ConfigError::new("(config)", e.to_string()))
+}
+
+fn find_key(obj: &Object, lower: &str) -> Option<String> {
+    obj.keys().find(|k| k.to_ascii_lowercase() == lower).cloned()
+}
+
+/// Parses `value` as the JSON type of the field's default.
+fn coerce(default: &Value, value: &str) -> Option<Value> {
+    let v = value.trim();
+    match default {
+        Value::Bool(_) => match v.to_ascii_lowercase().as_str() {
+            "true" | "1" => Some(Value::Bool(true)),
+            "false" | "0" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        Value::Number(n) if n.is_u64() => v.parse::<u64>().ok().map(Value::from),
+        Value::Number(n) if n.is_i64() => v.parse::<i64>().ok().map(Value::from),
+        Value::Number(_) => v.parse::<f64>().ok().map(Value::from),
+        _ => Some(Value::String(value.to_owned())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmq_common::config::CqBackend;
+    use rmq_common::FlushDiskType;
+
+    fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
+        p.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let s = Settings::from_pairs(pairs(&[
+            ("listenPort", "10912"),
+            ("BROKERNAME", "broker-b"),
+            ("flushDiskType", "SYNC_FLUSH"),
+            ("storeType", "rocksdb"),
+            ("checkcrconrecover", "false"),
+            ("brokerIP1", "10.1.2.3"),
+        ]))
+        .unwrap();
+        assert_eq!(s.broker.listen_port, 10912);
+        assert_eq!(s.broker.broker_name, "broker-b");
+        assert_eq!(s.broker.broker_ip1, "10.1.2.3");
+        assert_eq!(s.store.flush_disk_type, FlushDiskType::SyncFlush);
+        assert_eq!(s.store.consume_queue_store, CqBackend::Rocksdb);
+        assert!(!s.store.check_crc_on_recover);
+        assert_eq!(Settings::from_pairs(Vec::new()).unwrap(), Settings::default());
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let e = Settings::from_pairs(pairs(&[("listenPort", "abc")])).unwrap_err();
+        assert_eq!(e.key, "listenPort");
+        let e = Settings::from_pairs(pairs(&[("noSuchKey", "1")])).unwrap_err();
+        assert!(e.to_string().contains("noSuchKey"), "{e}");
+        let e = Settings::from_pairs(pairs(&[("consumeQueueStore", "leveldb")])).unwrap_err();
+        assert!(e.to_string().contains("consumeQueueStore") || e.to_string().contains("leveldb"), "{e}");
+        let e = Settings::from_pairs(pairs(&[("mappedFileSizeCommitLog", "10")])).unwrap_err();
+        assert_eq!(e.key, "mappedFileSizeCommitLog");
+        let e = Settings::from_pairs(pairs(&[("namesrvAddr", "nowhere")])).unwrap_err();
+        assert_eq!(e.key, "namesrvAddr");
+    }
+
+    #[test]
+    fn file_env_and_set_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("broker.conf");
+        std::fs::write(&path, "# broker.conf\nbrokerName = from-file\nlistenPort=1\ndefaultTopicQueueNums=4\n").unwrap();
+        let s = Settings::load(&Sources {
+            file: Some(&path),
+            env: vec![("RMQ_LISTENPORT".into(), "2".into()), ("HOME".into(), "/".into())],
+            overrides: vec!["listenPort=3".into()],
+        })
+        .unwrap();
+        assert_eq!(s.broker.broker_name, "from-file");
+        assert_eq!(s.broker.default_topic_queue_nums, 4);
+        assert_eq!(s.broker.listen_port, 3);
+        let toml = dir.path().join("broker.toml");
+        std::fs::write(&toml, "brokerName = \"t\"\nlongPollingEnable = false\n").unwrap();
+        let s = Settings::load(&Sources { file: Some(&toml), ..Sources::default() }).unwrap();
+        assert!(!s.broker.long_polling_enable);
+        let e = Settings::load(&Sources { overrides: vec!["oops".into()], ..Sources::default() }).unwrap_err();
+        assert_eq!(e.key, "--set");
+    }
+}

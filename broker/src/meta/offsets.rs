@@ -1,0 +1,125 @@
+//! Consumer progress (`config/consumerOffset.json`): the next offset to
+//! consume per (group, topic, queue).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use parking_lot::Mutex;
+use rmq_store_file::StoreError;
+use serde::{Deserialize, Serialize};
+
+use super::{read_json, write_json};
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct OffsetsFile {
+    /// Key `topic@group`, as RocketMQ writes it.
+    offset_table: BTreeMap<String, BTreeMap<i32, i64>>,
+}
+
+/// Committed consumer offsets, persisted periodically and at shutdown.
+#[derive(Debug)]
+pub struct ConsumerOffsetManager {
+    path: PathBuf,
+    state: Mutex<(OffsetsFile, bool)>,
+}
+
+fn key(topic: &str, group: &str) -> String {
+    format!("{topic}@{group}")
+}
+
+impl ConsumerOffsetManager {
+    /// Loads the file under the store root.
+    pub fn open(root: &std::path::Path) -> Result<Self, StoreError> {
+        let path = root.join("config").join("consumerOffset.json");
+        let file = read_json(&path)?.unwrap_or_default();
+        Ok(Self {
+            path,
+            state: Mutex::new((file, false)),
+        })
+    }
+
+    /// The committed offset, if any.
+    pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
+        self.state
+            .lock()
+            .0
+            .offset_table
+            .get(&key(topic, group))
+            .and_then(|q| q.get(&queue_id))
+            .copied()
+    }
+
+    /// Records a committed offset (negative offsets are ignored).
+    pub fn commit(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        if offset < 0 {
+            return;
+        }
+        let mut s = self.state.lock();
+        s.0.offset_table.entry(key(topic, group)).or_default().insert(queue_id, offset);
+        s.1 = true;
+    }
+
+    /// Every (topic, queue, offset) a group has committed.
+    pub fn group_offsets(&self, group: &str) -> Vec<(String, i32, i64)> {
+        let suffix = format!("@{group}");
+        let s = self.state.lock();
+        s.0.offset_table
+            .iter()
+            .filter_map(|(k, v)| k.strip_suffix(&suffix).map(|t| (t, v)))
+            .flat_map(|(t, v)| v.iter().map(move |(q, o)| (t.to_owned(), *q, *o)))
+            .collect()
+    }
+
+    /// Groups that committed offsets for `topic`.
+    pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
+        let prefix = format!("{topic}@");
+        self.state
+            .lock()
+            .0
+            .offset_table
+            .keys()
+            .filter_map(|k| k.strip_prefix(&prefix).map(str::to_owned))
+            .collect()
+    }
+
+    /// Writes the table if it changed since the last write.
+    pub fn persist(&self) -> Result<(), StoreError> {
+        let snapshot = {
+            let mut s = self.state.lock();
+            if !s.1 {
+                return Ok(());
+            }
+            s.1 = false;
+            s.0.clone()
+        };
+        if let Err(e) = write_json(&self.path, &snapshot) {
+            self.state.lock().1 = true;
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commit_persist_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = ConsumerOffsetManager::open(dir.path()).unwrap();
+        assert_eq!(m.query("g", "T", 0), None);
+        m.commit("g", "T", 0, 12);
+        m.commit("g", "T", 1, 5);
+        m.commit("g", "T", 1, -1);
+        m.persist().unwrap();
+        let raw = std::fs::read_to_string(dir.path().join("config/consumerOffset.json")).unwrap();
+        assert!(raw.contains("\"T@g\""), "{raw}");
+        let m = ConsumerOffsetManager::open(dir.path()).unwrap();
+        assert_eq!(m.query("g", "T", 0), Some(12));
+        assert_eq!(m.query("g", "T", 1), Some(5));
+        assert_eq!(m.group_offsets("g").len(), 2);
+        assert_eq!(m.groups_of_topic("T"), vec!["g".to_owned()]);
+    }
+}

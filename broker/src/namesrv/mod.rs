@@ -1,0 +1,2 @@
+//! Embedded NameServer.
+pub mod route;

@@ -1,0 +1,308 @@
+//! The NameServer's tables: which brokers exist, where they listen, and which
+//! topics (with how many queues) each one serves.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+
+use crate::meta::TopicConfig;
+
+/// A broker's name, cluster and addresses by broker id (0 = master).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerData {
+    /// Cluster name.
+    pub cluster: String,
+    /// Broker name.
+    pub broker_name: String,
+    /// Address by broker id; JSON keys are the ids as strings.
+    pub broker_addrs: BTreeMap<i64, String>,
+    /// Strict 5.x clients expect the field.
+    #[serde(default)]
+    pub enable_acting_master: bool,
+}
+
+/// One broker's queues for a topic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueData {
+    /// Broker name.
+    pub broker_name: String,
+    /// Read queues.
+    pub read_queue_nums: i32,
+    /// Write queues.
+    pub write_queue_nums: i32,
+    /// Permission bits.
+    pub perm: i32,
+    /// Topic system flags.
+    pub topic_sys_flag: i32,
+}
+
+/// The answer to GET_ROUTEINFO_BY_TOPIC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopicRouteData {
+    /// Brokers serving the topic.
+    pub broker_datas: Vec<BrokerData>,
+    /// Filter servers (none).
+    pub filter_server_table: BTreeMap<String, Vec<String>>,
+    /// Queues per broker.
+    pub queue_datas: Vec<QueueData>,
+}
+
+/// The answer to GET_BROKER_CLUSTER_INFO.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterInfo {
+    /// Broker name to its data.
+    pub broker_addr_table: BTreeMap<String, BrokerData>,
+    /// Cluster to broker names.
+    pub cluster_addr_table: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// The data version a broker sends with its topics.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DataVersion {
+    /// When the table last changed, ms.
+    pub timestamp: i64,
+    /// Change counter.
+    pub counter: i64,
+}
+
+/// Topics a broker registers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TopicConfigSerializeWrapper {
+    /// Topic to config.
+    pub topic_config_table: BTreeMap<String, TopicConfig>,
+    /// Version of the table.
+    pub data_version: DataVersion,
+}
+
+/// REGISTER_BROKER body.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RegisterBrokerBody {
+    /// The broker's topics.
+    pub topic_config_serialize_wrapper: TopicConfigSerializeWrapper,
+    /// Filter servers (unused).
+    pub filter_server_list: Vec<String>,
+}
+
+/// A registration request's identity fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerIdentity {
+    /// Cluster.
+    pub cluster: String,
+    /// Broker name.
+    pub broker_name: String,
+    /// Broker id (0 master).
+    pub broker_id: i64,
+    /// Address clients use.
+    pub broker_addr: String,
+}
+
+#[derive(Debug, Default)]
+struct Tables {
+    brokers: BTreeMap<String, BrokerData>,
+    clusters: BTreeMap<String, BTreeSet<String>>,
+    /// topic -> broker name -> queues
+    topics: HashMap<String, BTreeMap<String, QueueData>>,
+    /// broker address -> (last heartbeat ms, data version)
+    live: HashMap<String, (i64, DataVersion)>,
+}
+
+/// The NameServer's route tables.
+#[derive(Debug, Default)]
+pub struct RouteInfoManager {
+    tables: RwLock<Tables>,
+}
+
+impl RouteInfoManager {
+    /// Empty tables.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records a broker and its topics (every heartbeat re-registers).
+    pub fn register(&self, id: &BrokerIdentity, topics: &TopicConfigSerializeWrapper, now_ms: i64) {
+        let mut t = self.tables.write();
+        t.clusters
+            .entry(id.cluster.clone())
+            .or_default()
+            .insert(id.broker_name.clone());
+        let data = t.brokers.entry(id.broker_name.clone()).or_insert_with(|| BrokerData {
+            cluster: id.cluster.clone(),
+            broker_name: id.broker_name.clone(),
+            broker_addrs: BTreeMap::new(),
+            enable_acting_master: false,
+        });
+        // One address per id: a broker that moved replaces its old address.
+        data.broker_addrs.retain(|bid, addr| *bid != id.broker_id && *addr != id.broker_addr);
+        data.broker_addrs.insert(id.broker_id, id.broker_addr.clone());
+        let changed = t
+            .live
+            .get(&id.broker_addr)
+            .is_none_or(|(_, v)| *v != topics.data_version);
+        if id.broker_id == 0 && changed {
+            // The master's topic list is authoritative for its broker name.
+            let name = id.broker_name.clone();
+            for queues in t.topics.values_mut() {
+                queues.remove(&name);
+            }
+            for (topic, c) in &topics.topic_config_table {
+                t.topics.entry(topic.clone()).or_default().insert(
+                    name.clone(),
+                    QueueData {
+                        broker_name: name.clone(),
+                        read_queue_nums: c.read_queue_nums,
+                        write_queue_nums: c.write_queue_nums,
+                        perm: c.perm,
+                        topic_sys_flag: c.topic_sys_flag,
+                    },
+                );
+            }
+            t.topics.retain(|_, q| !q.is_empty());
+        }
+        t.live
+            .insert(id.broker_addr.clone(), (now_ms, topics.data_version.clone()));
+    }
+
+    /// Removes a broker address (UNREGISTER_BROKER or expiry).
+    pub fn unregister(&self, broker_name: &str, broker_addr: &str) {
+        let mut t = self.tables.write();
+        remove_addr(&mut t, broker_name, broker_addr);
+    }
+
+    /// Drops brokers not heard from for `expiry_ms`; returns their addresses.
+    pub fn expire(&self, now_ms: i64, expiry_ms: i64) -> Vec<String> {
+        let mut t = self.tables.write();
+        let dead: Vec<String> = t
+            .live
+            .iter()
+            .filter(|(_, (seen, _))| now_ms - seen > expiry_ms)
+            .map(|(a, _)| a.clone())
+            .collect();
+        for addr in &dead {
+            let name = t
+                .brokers
+                .values()
+                .find(|b| b.broker_addrs.values().any(|a| a == addr))
+                .map(|b| b.broker_name.clone());
+            if let Some(name) = name {
+                remove_addr(&mut t, &name, addr);
+            } else {
+                t.live.remove(addr);
+            }
+        }
+        dead
+    }
+
+    /// The route of a topic, if any live broker serves it.
+    pub fn route(&self, topic: &str) -> Option<TopicRouteData> {
+        let t = self.tables.read();
+        let queues = t.topics.get(topic)?;
+        let queue_datas: Vec<QueueData> = queues.values().cloned().collect();
+        let broker_datas: Vec<BrokerData> = queues
+            .keys()
+            .filter_map(|name| t.brokers.get(name).cloned())
+            .collect();
+        (!broker_datas.is_empty()).then_some(TopicRouteData {
+            broker_datas,
+            filter_server_table: BTreeMap::new(),
+            queue_datas,
+        })
+    }
+
+    /// Brokers and clusters.
+    pub fn cluster_info(&self) -> ClusterInfo {
+        let t = self.tables.read();
+        ClusterInfo {
+            broker_addr_table: t.brokers.clone(),
+            cluster_addr_table: t.clusters.clone(),
+        }
+    }
+
+    /// Number of topics known.
+    pub fn topic_count(&self) -> usize {
+        self.tables.read().topics.len()
+    }
+}
+
+fn remove_addr(t: &mut Tables, broker_name: &str, broker_addr: &str) {
+    t.live.remove(broker_addr);
+    let mut gone = false;
+    if let Some(b) = t.brokers.get_mut(broker_name) {
+        b.broker_addrs.retain(|_, a| a != broker_addr);
+        gone = b.broker_addrs.is_empty();
+    }
+    if gone {
+        if let Some(b) = t.brokers.remove(broker_name) {
+            if let Some(names) = t.clusters.get_mut(&b.cluster) {
+                names.remove(broker_name);
+                if names.is_empty() {
+                    t.clusters.remove(&b.cluster);
+                }
+            }
+        }
+        for queues in t.topics.values_mut() {
+            queues.remove(broker_name);
+        }
+        t.topics.retain(|_, q| !q.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(name: &str, addr: &str) -> BrokerIdentity {
+        BrokerIdentity {
+            cluster: "DefaultCluster".into(),
+            broker_name: name.into(),
+            broker_id: 0,
+            broker_addr: addr.into(),
+        }
+    }
+
+    fn topics(names: &[&str], counter: i64) -> TopicConfigSerializeWrapper {
+        TopicConfigSerializeWrapper {
+            topic_config_table: names.iter().map(|n| ((*n).to_owned(), TopicConfig::new(n, 4))).collect(),
+            data_version: DataVersion { timestamp: 1, counter },
+        }
+    }
+
+    #[test]
+    fn route_json_has_the_fields_strict_clients_need() {
+        let m = RouteInfoManager::new();
+        m.register(&id("broker-a", "127.0.0.1:10911"), &topics(&["T"], 1), 0);
+        let json = serde_json::to_string(&m.route("T").unwrap()).unwrap();
+        assert_eq!(
+            json,
+            r#"{"brokerDatas":[{"cluster":"DefaultCluster","brokerName":"broker-a","brokerAddrs":{"0":"127.0.0.1:10911"},"enableActingMaster":false}],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","readQueueNums":4,"writeQueueNums":4,"perm":6,"topicSysFlag":0}]}"#
+        );
+        assert!(m.route("Nope").is_none());
+    }
+
+    #[test]
+    fn several_brokers_topic_changes_and_expiry() {
+        let m = RouteInfoManager::new();
+        m.register(&id("a", "127.0.0.1:1"), &topics(&["T", "U"], 1), 0);
+        m.register(&id("b", "127.0.0.1:2"), &topics(&["T"], 1), 0);
+        assert_eq!(m.route("T").unwrap().broker_datas.len(), 2);
+        // Broker a drops topic U in a new version.
+        m.register(&id("a", "127.0.0.1:1"), &topics(&["T"], 2), 10);
+        assert!(m.route("U").is_none());
+        assert_eq!(m.expire(100_000, 120_000), Vec::<String>::new());
+        // b stays silent past the expiry.
+        m.register(&id("a", "127.0.0.1:1"), &topics(&["T"], 2), 130_000);
+        assert_eq!(m.expire(130_001, 120_000), vec!["127.0.0.1:2".to_owned()]);
+        assert_eq!(m.route("T").unwrap().broker_datas.len(), 1);
+        assert_eq!(m.cluster_info().cluster_addr_table["DefaultCluster"].len(), 1);
+        m.unregister("a", "127.0.0.1:1");
+        assert!(m.route("T").is_none());
+        assert!(m.cluster_info().broker_addr_table.is_empty());
+    }
+}

@@ -1,0 +1,221 @@
+//! Request and response codes, with the values of RocketMQ's Java
+//! `RequestCode` and `ResponseCode` (plus `RemotingSysResponseCode`).
+//!
+//! The `code` field of a command stays a plain `i32` on [`super::RemotingCommand`]
+//! so unknown codes survive decoding; these enums name the known ones.
+
+/// Declares a `#[repr(i32)]` wire-code enum with `from_i32`, `name` and `ALL`.
+macro_rules! wire_codes {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $( $variant:ident = $value:literal => $java:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[repr(i32)]
+        pub enum $name {
+            $(
+                #[doc = concat!("`", $java, "` (", stringify!($value), ").")]
+                $variant = $value,
+            )+
+        }
+
+        impl $name {
+            /// Every known code, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The known code with this wire value, if any.
+            pub fn from_i32(value: i32) -> Option<Self> {
+                match value {
+                    $( $value => Some($name::$variant), )+
+                    _ => None,
+                }
+            }
+
+            /// The wire value.
+            pub fn code(self) -> i32 {
+                self as i32
+            }
+
+            /// The Java constant name, for logs and metric labels.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $java, )+
+                }
+            }
+        }
+
+        impl From<$name> for i32 {
+            fn from(code: $name) -> i32 {
+                code as i32
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{}({})", self.name(), self.code())
+            }
+        }
+    };
+}
+
+wire_codes! {
+    /// The request codes this broker and its embedded NameServer understand.
+    pub enum RequestCode {
+        SendMessage = 10 => "SEND_MESSAGE",
+        PullMessage = 11 => "PULL_MESSAGE",
+        QueryMessage = 12 => "QUERY_MESSAGE",
+        QueryBrokerOffset = 13 => "QUERY_BROKER_OFFSET",
+        QueryConsumerOffset = 14 => "QUERY_CONSUMER_OFFSET",
+        UpdateConsumerOffset = 15 => "UPDATE_CONSUMER_OFFSET",
+        UpdateAndCreateTopic = 17 => "UPDATE_AND_CREATE_TOPIC",
+        GetAllTopicConfig = 21 => "GET_ALL_TOPIC_CONFIG",
+        SearchOffsetByTimestamp = 29 => "SEARCH_OFFSET_BY_TIMESTAMP",
+        GetMaxOffset = 30 => "GET_MAX_OFFSET",
+        GetMinOffset = 31 => "GET_MIN_OFFSET",
+        GetEarliestMsgStoretime = 32 => "GET_EARLIEST_MSG_STORETIME",
+        ViewMessageById = 33 => "VIEW_MESSAGE_BY_ID",
+        HeartBeat = 34 => "HEART_BEAT",
+        UnregisterClient = 35 => "UNREGISTER_CLIENT",
+        ConsumerSendMsgBack = 36 => "CONSUMER_SEND_MSG_BACK",
+        EndTransaction = 37 => "END_TRANSACTION",
+        GetConsumerListByGroup = 38 => "GET_CONSUMER_LIST_BY_GROUP",
+        CheckTransactionState = 39 => "CHECK_TRANSACTION_STATE",
+        NotifyConsumerIdsChanged = 40 => "NOTIFY_CONSUMER_IDS_CHANGED",
+        LockBatchMq = 41 => "LOCK_BATCH_MQ",
+        UnlockBatchMq = 42 => "UNLOCK_BATCH_MQ",
+        CheckClientConfig = 46 => "CHECK_CLIENT_CONFIG",
+        GetKvConfig = 101 => "GET_KV_CONFIG",
+        RegisterBroker = 103 => "REGISTER_BROKER",
+        UnregisterBroker = 104 => "UNREGISTER_BROKER",
+        GetRouteInfoByTopic = 105 => "GET_ROUTEINFO_BY_TOPIC",
+        GetBrokerClusterInfo = 106 => "GET_BROKER_CLUSTER_INFO",
+        SendMessageV2 = 310 => "SEND_MESSAGE_V2",
+        SendBatchMessage = 320 => "SEND_BATCH_MESSAGE",
+    }
+}
+
+wire_codes! {
+    /// The response codes this broker sends or a client must recognise.
+    pub enum ResponseCode {
+        Success = 0 => "SUCCESS",
+        SystemError = 1 => "SYSTEM_ERROR",
+        SystemBusy = 2 => "SYSTEM_BUSY",
+        RequestCodeNotSupported = 3 => "REQUEST_CODE_NOT_SUPPORTED",
+        FlushDiskTimeout = 10 => "FLUSH_DISK_TIMEOUT",
+        SlaveNotAvailable = 11 => "SLAVE_NOT_AVAILABLE",
+        FlushSlaveTimeout = 12 => "FLUSH_SLAVE_TIMEOUT",
+        MessageIllegal = 13 => "MESSAGE_ILLEGAL",
+        ServiceNotAvailable = 14 => "SERVICE_NOT_AVAILABLE",
+        NoPermission = 16 => "NO_PERMISSION",
+        TopicNotExist = 17 => "TOPIC_NOT_EXIST",
+        PullNotFound = 19 => "PULL_NOT_FOUND",
+        PullRetryImmediately = 20 => "PULL_RETRY_IMMEDIATELY",
+        PullOffsetMoved = 21 => "PULL_OFFSET_MOVED",
+        QueryNotFound = 22 => "QUERY_NOT_FOUND",
+        SubscriptionParseFailed = 23 => "SUBSCRIPTION_PARSE_FAILED",
+        SubscriptionNotExist = 24 => "SUBSCRIPTION_NOT_EXIST",
+        SubscriptionNotLatest = 25 => "SUBSCRIPTION_NOT_LATEST",
+        SubscriptionGroupNotExist = 26 => "SUBSCRIPTION_GROUP_NOT_EXIST",
+        TransactionShouldCommit = 200 => "TRANSACTION_SHOULD_COMMIT",
+        TransactionShouldRollback = 201 => "TRANSACTION_SHOULD_ROLLBACK",
+        TransactionStateUnknow = 202 => "TRANSACTION_STATE_UNKNOW",
+        ConsumerNotOnline = 206 => "CONSUMER_NOT_ONLINE",
+        NoMessage = 208 => "NO_MESSAGE",
+        FlowControl = 215 => "FLOW_CONTROL",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pins the Java values, written out independently of the enum; a retired
+    /// code is never reused.
+    #[test]
+    fn request_codes_match_java() {
+        let expected: &[(RequestCode, i32)] = &[
+            (RequestCode::SendMessage, 10),
+            (RequestCode::PullMessage, 11),
+            (RequestCode::QueryMessage, 12),
+            (RequestCode::QueryBrokerOffset, 13),
+            (RequestCode::QueryConsumerOffset, 14),
+            (RequestCode::UpdateConsumerOffset, 15),
+            (RequestCode::UpdateAndCreateTopic, 17),
+            (RequestCode::GetAllTopicConfig, 21),
+            (RequestCode::SearchOffsetByTimestamp, 29),
+            (RequestCode::GetMaxOffset, 30),
+            (RequestCode::GetMinOffset, 31),
+            (RequestCode::GetEarliestMsgStoretime, 32),
+            (RequestCode::ViewMessageById, 33),
+            (RequestCode::HeartBeat, 34),
+            (RequestCode::UnregisterClient, 35),
+            (RequestCode::ConsumerSendMsgBack, 36),
+            (RequestCode::EndTransaction, 37),
+            (RequestCode::GetConsumerListByGroup, 38),
+            (RequestCode::CheckTransactionState, 39),
+            (RequestCode::NotifyConsumerIdsChanged, 40),
+            (RequestCode::LockBatchMq, 41),
+            (RequestCode::UnlockBatchMq, 42),
+            (RequestCode::CheckClientConfig, 46),
+            (RequestCode::GetKvConfig, 101),
+            (RequestCode::RegisterBroker, 103),
+            (RequestCode::UnregisterBroker, 104),
+            (RequestCode::GetRouteInfoByTopic, 105),
+            (RequestCode::GetBrokerClusterInfo, 106),
+            (RequestCode::SendMessageV2, 310),
+            (RequestCode::SendBatchMessage, 320),
+        ];
+        assert_eq!(expected.len(), RequestCode::ALL.len());
+        for &(code, value) in expected {
+            assert_eq!(code as i32, value, "{}", code.name());
+            assert_eq!(i32::from(code), value);
+            assert_eq!(RequestCode::from_i32(value), Some(code));
+        }
+        assert_eq!(RequestCode::from_i32(16), None);
+        assert_eq!(
+            RequestCode::GetRouteInfoByTopic.name(),
+            "GET_ROUTEINFO_BY_TOPIC"
+        );
+    }
+
+    #[test]
+    fn response_codes_match_java() {
+        let expected: &[(ResponseCode, i32)] = &[
+            (ResponseCode::Success, 0),
+            (ResponseCode::SystemError, 1),
+            (ResponseCode::SystemBusy, 2),
+            (ResponseCode::RequestCodeNotSupported, 3),
+            (ResponseCode::FlushDiskTimeout, 10),
+            (ResponseCode::SlaveNotAvailable, 11),
+            (ResponseCode::FlushSlaveTimeout, 12),
+            (ResponseCode::MessageIllegal, 13),
+            (ResponseCode::ServiceNotAvailable, 14),
+            (ResponseCode::NoPermission, 16),
+            (ResponseCode::TopicNotExist, 17),
+            (ResponseCode::PullNotFound, 19),
+            (ResponseCode::PullRetryImmediately, 20),
+            (ResponseCode::PullOffsetMoved, 21),
+            (ResponseCode::QueryNotFound, 22),
+            (ResponseCode::SubscriptionParseFailed, 23),
+            (ResponseCode::SubscriptionNotExist, 24),
+            (ResponseCode::SubscriptionNotLatest, 25),
+            (ResponseCode::SubscriptionGroupNotExist, 26),
+            (ResponseCode::TransactionShouldCommit, 200),
+            (ResponseCode::TransactionShouldRollback, 201),
+            (ResponseCode::TransactionStateUnknow, 202),
+            (ResponseCode::ConsumerNotOnline, 206),
+            (ResponseCode::NoMessage, 208),
+            (ResponseCode::FlowControl, 215),
+        ];
+        assert_eq!(expected.len(), ResponseCode::ALL.len());
+        for &(code, value) in expected {
+            assert_eq!(code as i32, value, "{}", code.name());
+            assert_eq!(ResponseCode::from_i32(value), Some(code));
+        }
+        assert_eq!(ResponseCode::from_i32(-1), None);
+        assert_eq!(ResponseCode::PullNotFound.to_string(), "PULL_NOT_FOUND(19)");
+    }
+}
