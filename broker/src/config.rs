@@ -88,27 +88,48 @@ impl BrokerConfig {
         rmq_common::names::validate_group(&self.broker_cluster_name)
             .map_err(|e| ConfigError::new("brokerClusterName", e.to_string()))?;
         if self.broker_ip1.parse::<std::net::IpAddr>().is_err() {
-            return Err(ConfigError::new("brokerIP1", format!("{:?} is not an IP address", self.broker_ip1)));
+            return Err(ConfigError::new(
+                "brokerIP1",
+                format!("{:?} is not an IP address", self.broker_ip1),
+            ));
         }
         if !(1..=1024).contains(&self.default_topic_queue_nums) {
-            return Err(ConfigError::new("defaultTopicQueueNums", "must be within 1..=1024"));
+            return Err(ConfigError::new(
+                "defaultTopicQueueNums",
+                "must be within 1..=1024",
+            ));
         }
         if !(-1..=65535).contains(&self.namesrv_listen_port) {
-            return Err(ConfigError::new("namesrvListenPort", "must be -1 (off), 0 (any) or a port"));
+            return Err(ConfigError::new(
+                "namesrvListenPort",
+                "must be -1 (off), 0 (any) or a port",
+            ));
         }
         if !(-1..=65535).contains(&self.metrics_port) {
-            return Err(ConfigError::new("metricsPort", "must be -1 (off), 0 (any) or a port"));
+            return Err(ConfigError::new(
+                "metricsPort",
+                "must be -1 (off), 0 (any) or a port",
+            ));
         }
         for addr in self.namesrv_addrs() {
             if addr.parse::<std::net::SocketAddr>().is_err() {
-                return Err(ConfigError::new("namesrvAddr", format!("{addr:?} is not host:port")));
+                return Err(ConfigError::new(
+                    "namesrvAddr",
+                    format!("{addr:?} is not host:port"),
+                ));
             }
         }
         if self.register_name_server_period_ms < 1000 {
-            return Err(ConfigError::new("registerNameServerPeriod", "must be at least 1000 ms"));
+            return Err(ConfigError::new(
+                "registerNameServerPeriod",
+                "must be at least 1000 ms",
+            ));
         }
         if self.max_in_flight_per_connection == 0 {
-            return Err(ConfigError::new("maxInFlightPerConnection", "must be positive"));
+            return Err(ConfigError::new(
+                "maxInFlightPerConnection",
+                "must be positive",
+            ));
         }
         Ok(())
     }
@@ -168,7 +189,9 @@ impl Settings {
     }
 
     /// Builds settings from raw pairs (keys matched without regard to case).
-    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Result<Self, ConfigError> {
+    pub fn from_pairs(
+        pairs: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
         let mut broker = to_object(&BrokerConfig::default())?;
         let mut store = to_object(&StoreConfig::default())?;
         for (key, value) in pairs {
@@ -180,10 +203,14 @@ impl Settings {
                 find_key(&store, &lower).map(|k| (&mut store, k))
             };
             let Some((obj, field)) = target else {
-                return Err(ConfigError::new("(unknown)", format!("unknown config key `{key}`")));
+                return Err(ConfigError::new(
+                    "(unknown)",
+                    format!("unknown config key `{key}`"),
+                ));
             };
-            let coerced = coerce(&obj[&field], &value)
-                .ok_or_else(|| ConfigError::new(field.clone(), format!("{value:?} is not a valid value")))?;
+            let coerced = coerce(&obj[&field], &value).ok_or_else(|| {
+                ConfigError::new(field.clone(), format!("{value:?} is not a valid value"))
+            })?;
             obj.insert(field, coerced);
         }
         let broker: BrokerConfig = from_object(broker)?;
@@ -226,16 +253,22 @@ type Object = serde_json::Map<String, Value>;
 fn to_object<T: Serialize>(v: &T) -> Result<Object, ConfigError> {
     match serde_json::to_value(v) {
         Ok(Value::Object(o)) => Ok(o),
-        _ => Err(ConfigError::new("(internal)", "config defaults are not an object")),
+        _ => Err(ConfigError::new(
+            "(internal)",
+            "config defaults are not an object",
+        )),
     }
 }
 
 fn from_object<T: for<'de> Deserialize<'de>>(o: Object) -> Result<T, ConfigError> {
-    serde_json::from_value(Value::Object(o)).map_err(|e| ConfigError::new("(config)", e.to_string()))
+    serde_json::from_value(Value::Object(o))
+        .map_err(|e| ConfigError::new("(config)", e.to_string()))
 }
 
 fn find_key(obj: &Object, lower: &str) -> Option<String> {
-    obj.keys().find(|k| k.to_ascii_lowercase() == lower).cloned()
+    obj.keys()
+        .find(|k| k.to_ascii_lowercase() == lower)
+        .cloned()
 }
 
 /// Parses `value` as the JSON type of the field's default.
@@ -261,7 +294,9 @@ mod tests {
     use rmq_common::FlushDiskType;
 
     fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
-        p.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+        p.iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
     }
 
     #[test]
@@ -281,7 +316,10 @@ mod tests {
         assert_eq!(s.store.flush_disk_type, FlushDiskType::SyncFlush);
         assert_eq!(s.store.consume_queue_store, CqBackend::Rocksdb);
         assert!(!s.store.check_crc_on_recover);
-        assert_eq!(Settings::from_pairs(Vec::new()).unwrap(), Settings::default());
+        assert_eq!(
+            Settings::from_pairs(Vec::new()).unwrap(),
+            Settings::default()
+        );
     }
 
     #[test]
@@ -291,7 +329,10 @@ mod tests {
         let e = Settings::from_pairs(pairs(&[("noSuchKey", "1")])).unwrap_err();
         assert!(e.to_string().contains("noSuchKey"), "{e}");
         let e = Settings::from_pairs(pairs(&[("consumeQueueStore", "leveldb")])).unwrap_err();
-        assert!(e.to_string().contains("consumeQueueStore") || e.to_string().contains("leveldb"), "{e}");
+        assert!(
+            e.to_string().contains("consumeQueueStore") || e.to_string().contains("leveldb"),
+            "{e}"
+        );
         let e = Settings::from_pairs(pairs(&[("mappedFileSizeCommitLog", "10")])).unwrap_err();
         assert_eq!(e.key, "mappedFileSizeCommitLog");
         let e = Settings::from_pairs(pairs(&[("namesrvAddr", "nowhere")])).unwrap_err();
@@ -302,10 +343,17 @@ mod tests {
     fn file_env_and_set_in_order() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("broker.conf");
-        std::fs::write(&path, "# broker.conf\nbrokerName = from-file\nlistenPort=1\ndefaultTopicQueueNums=4\n").unwrap();
+        std::fs::write(
+            &path,
+            "# broker.conf\nbrokerName = from-file\nlistenPort=1\ndefaultTopicQueueNums=4\n",
+        )
+        .unwrap();
         let s = Settings::load(&Sources {
             file: Some(&path),
-            env: vec![("RMQ_LISTENPORT".into(), "2".into()), ("HOME".into(), "/".into())],
+            env: vec![
+                ("RMQ_LISTENPORT".into(), "2".into()),
+                ("HOME".into(), "/".into()),
+            ],
             overrides: vec!["listenPort=3".into()],
         })
         .unwrap();
@@ -314,9 +362,17 @@ mod tests {
         assert_eq!(s.broker.listen_port, 3);
         let toml = dir.path().join("broker.toml");
         std::fs::write(&toml, "brokerName = \"t\"\nlongPollingEnable = false\n").unwrap();
-        let s = Settings::load(&Sources { file: Some(&toml), ..Sources::default() }).unwrap();
+        let s = Settings::load(&Sources {
+            file: Some(&toml),
+            ..Sources::default()
+        })
+        .unwrap();
         assert!(!s.broker.long_polling_enable);
-        let e = Settings::load(&Sources { overrides: vec!["oops".into()], ..Sources::default() }).unwrap_err();
+        let e = Settings::load(&Sources {
+            overrides: vec!["oops".into()],
+            ..Sources::default()
+        })
+        .unwrap_err();
         assert_eq!(e.key, "--set");
     }
 }

@@ -3,10 +3,17 @@
 //! processors and embedded NameServer.
 #![forbid(unsafe_code)]
 
+pub mod broker;
+pub mod client;
 pub mod config;
+pub mod context;
+pub mod logging;
 pub mod meta;
 pub mod namesrv;
+pub mod processor;
+pub mod pull_hold;
 pub mod remoting;
+pub mod sdk;
 pub mod store;
 
 pub use store::MessageStore;

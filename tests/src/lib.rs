@@ -130,3 +130,20 @@ pub fn copy_dir(from: &Path, to: &Path) {
 pub fn crash_body(token: &str, len: usize) -> Vec<u8> {
     token.bytes().cycle().take(len).collect()
 }
+
+/// Settings for a broker under test: ports chosen by the OS on 127.0.0.1,
+/// the embedded NameServer, a small store under `root`.
+pub fn broker_settings(root: &Path, backend: CqBackend) -> rmq_broker::config::Settings {
+    let mut store = small_config(root, backend);
+    store.mapped_file_size_commit_log_bytes = 4 * 1024 * 1024;
+    store.max_message_size_bytes = 1024 * 1024;
+    rmq_broker::config::Settings {
+        broker: rmq_broker::config::BrokerConfig {
+            listen_port: 0,
+            namesrv_listen_port: 0,
+            metrics_port: -1,
+            ..rmq_broker::config::BrokerConfig::default()
+        },
+        store,
+    }
+}

@@ -56,7 +56,10 @@ impl ConsumerOffsetManager {
             return;
         }
         let mut s = self.state.lock();
-        s.0.offset_table.entry(key(topic, group)).or_default().insert(queue_id, offset);
+        s.0.offset_table
+            .entry(key(topic, group))
+            .or_default()
+            .insert(queue_id, offset);
         s.1 = true;
     }
 

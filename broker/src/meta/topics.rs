@@ -124,7 +124,12 @@ impl TopicConfigManager {
 
     /// Every topic.
     pub fn all(&self) -> Vec<TopicConfig> {
-        self.state.read().topic_config_table.values().cloned().collect()
+        self.state
+            .read()
+            .topic_config_table
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// Data version (timestamp, counter), which moves on every change.
@@ -145,7 +150,8 @@ impl TopicConfigManager {
             }
         }
         let mut s = self.state.write();
-        s.topic_config_table.insert(config.topic_name.clone(), config);
+        s.topic_config_table
+            .insert(config.topic_name.clone(), config);
         s.data_version.counter += 1;
         s.data_version.timestamp = rmq_common::time::now_ms();
         write_json(&self.path, &*s)?;
@@ -154,11 +160,17 @@ impl TopicConfigManager {
 
     /// Returns the topic, creating it with `queues` queues if it is new.
     /// Retry and DLQ topics get one queue.
-    pub fn get_or_create(&self, topic: &str, queues: i32) -> Result<(TopicConfig, bool), TopicError> {
+    pub fn get_or_create(
+        &self,
+        topic: &str,
+        queues: i32,
+    ) -> Result<(TopicConfig, bool), TopicError> {
         if let Some(c) = self.get(topic) {
             return Ok((c, false));
         }
-        let queues = if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) || topic.starts_with(DLQ_GROUP_TOPIC_PREFIX) {
+        let queues = if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX)
+            || topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
+        {
             1
         } else {
             queues
@@ -195,10 +207,19 @@ mod tests {
         let (c, created) = m.get_or_create("%RETRY%g", 4).unwrap();
         assert!(created);
         assert_eq!(c.read_queue_nums, 1);
-        assert!(matches!(m.upsert(TopicConfig::new("bad topic", 4)), Err(TopicError::Name(_))));
-        assert!(matches!(m.upsert(TopicConfig::new("T2", 0)), Err(TopicError::QueueCount { .. })));
+        assert!(matches!(
+            m.upsert(TopicConfig::new("bad topic", 4)),
+            Err(TopicError::Name(_))
+        ));
+        assert!(matches!(
+            m.upsert(TopicConfig::new("T2", 0)),
+            Err(TopicError::QueueCount { .. })
+        ));
         let raw = std::fs::read_to_string(dir.path().join("config/topics.json")).unwrap();
-        assert!(raw.contains("\"topicConfigTable\"") && raw.contains("\"readQueueNums\": 4"), "{raw}");
+        assert!(
+            raw.contains("\"topicConfigTable\"") && raw.contains("\"readQueueNums\": 4"),
+            "{raw}"
+        );
         let m = TopicConfigManager::open(dir.path(), 8).unwrap();
         assert_eq!(m.get("T1").unwrap().read_queue_nums, 4);
         assert!(m.delete("T1").unwrap());

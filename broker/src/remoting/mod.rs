@@ -4,6 +4,8 @@
 
 pub mod client;
 pub mod codec;
+pub mod server;
 
 pub use client::{ClientError, RemotingClient};
 pub use codec::{CodecError, RemotingCodec};
+pub use server::{serve, ConnId, Connection, RequestHandler, ServerOptions};

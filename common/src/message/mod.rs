@@ -1,5 +1,6 @@
 //! The message model and its byte codecs.
 
+pub mod batch;
 pub mod msg_id;
 pub mod properties;
 pub mod record;

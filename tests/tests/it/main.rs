@@ -2,6 +2,7 @@
 //! RocksDB statically, so there is only this one).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod broker_server;
 mod cq_conformance;
 mod cq_model;
 mod store_bad_input;

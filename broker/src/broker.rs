@@ -1,0 +1,327 @@
+//! The broker process: store, metadata, remoting server, embedded
+//! NameServer, registration and the periodic services, started in order and
+//! stopped cleanly.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmq_common::time::SystemClock;
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::client::ClientManager;
+use crate::config::Settings;
+use crate::context::BrokerContext;
+use crate::meta::{ConsumerOffsetManager, TopicConfigManager};
+use crate::namesrv::route::{
+    BrokerIdentity, DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper,
+};
+use crate::namesrv::{BrokerRegistrar, NameServer, NameServerHandle};
+use crate::processor::lock::QueueLockManager;
+use crate::processor::BrokerHandler;
+use crate::pull_hold::PullHoldService;
+use crate::remoting::{serve, ServerOptions};
+use crate::store::MessageStore;
+
+/// Longest a shutdown waits for connection tasks to finish.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Why the broker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    /// The store could not be opened.
+    #[error("message store: {0}")]
+    Store(#[from] rmq_store_file::StoreError),
+    /// A listener could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Registration with the NameServers failed at start.
+    #[error("registration with the NameServer failed: {0}")]
+    Register(String),
+}
+
+/// A running broker.
+#[derive(Debug)]
+pub struct Broker {
+    ctx: Arc<BrokerContext>,
+    addr: SocketAddr,
+    namesrv: Option<NameServerHandle>,
+    cancel: CancellationToken,
+    tracker: TaskTracker,
+}
+
+async fn bind(ip: &str, port: u16) -> Result<TcpListener, BrokerError> {
+    let addr = format!("{ip}:{port}");
+    TcpListener::bind(&addr)
+        .await
+        .map_err(|source| BrokerError::Bind { addr, source })
+}
+
+impl Broker {
+    /// Opens the store (recovering it), binds the listeners, registers with
+    /// the NameServers and starts serving.
+    pub async fn start(settings: Settings) -> Result<Self, BrokerError> {
+        let cancel = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        let ip = settings.broker.broker_ip1.clone();
+        let listener = bind(&ip, settings.broker.listen_port).await?;
+        let addr = listener.local_addr().map_err(|source| BrokerError::Bind {
+            addr: ip.clone(),
+            source,
+        })?;
+        let namesrv = match u16::try_from(settings.broker.namesrv_listen_port) {
+            Ok(port) => {
+                let l = bind(&ip, port).await?;
+                Some(
+                    NameServer::start(l, Arc::new(SystemClock), cancel.clone(), tracker.clone())
+                        .await
+                        .map_err(|source| BrokerError::Bind {
+                            addr: format!("{ip}:{port}"),
+                            source,
+                        })?,
+                )
+            }
+            Err(_) => None,
+        };
+
+        let store_config = settings.store.clone();
+        let store = tokio::task::spawn_blocking(move || MessageStore::open(store_config))
+            .await
+            .map_err(|e| BrokerError::Register(format!("store open task failed: {e}")))??;
+        let store = Arc::new(store);
+        let root = settings.store.store_path_root_dir.clone();
+        let topics = Arc::new(TopicConfigManager::open(
+            &root,
+            settings.broker.default_topic_queue_nums,
+        )?);
+        let offsets = Arc::new(ConsumerOffsetManager::open(&root)?);
+        let pull_hold = Arc::new(PullHoldService::new());
+        store.add_arrival_listener(Arc::clone(&pull_hold) as _);
+        let ctx = Arc::new(BrokerContext {
+            settings,
+            store,
+            topics,
+            offsets,
+            clients: Arc::new(ClientManager::new()),
+            pull_hold,
+            locks: Arc::new(QueueLockManager::new()),
+            store_host: addr,
+            topics_changed: Arc::new(Notify::new()),
+        });
+
+        let options = ServerOptions {
+            max_in_flight: ctx.settings.broker.max_in_flight_per_connection as usize,
+            idle_timeout: Duration::from_millis(ctx.settings.broker.channel_not_active_interval_ms),
+            ..ServerOptions::default()
+        };
+        tracker.spawn(serve(
+            listener,
+            Arc::new(BrokerHandler::new(Arc::clone(&ctx))),
+            options,
+            cancel.clone(),
+            tracker.clone(),
+        ));
+        tracker.spawn(persist_offsets(Arc::clone(&ctx), cancel.clone()));
+
+        let mut namesrv_addrs: Vec<SocketAddr> = ctx
+            .settings
+            .broker
+            .namesrv_addrs()
+            .iter()
+            .filter_map(|a| a.parse().ok())
+            .collect();
+        if let Some(ns) = &namesrv {
+            if !namesrv_addrs.contains(&ns.addr) {
+                namesrv_addrs.push(ns.addr);
+            }
+        }
+        start_registrar(&ctx, namesrv_addrs, &cancel, &tracker).await?;
+        tracing::info!(%addr, backend = %ctx.store.consume_queue().backend(), "broker started");
+        Ok(Self {
+            ctx,
+            addr,
+            namesrv,
+            cancel,
+            tracker,
+        })
+    }
+
+    /// Shared state (for tests and tools).
+    pub fn context(&self) -> &Arc<BrokerContext> {
+        &self.ctx
+    }
+
+    /// Where clients connect.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The embedded NameServer's address, if it runs.
+    pub fn namesrv_addr(&self) -> Option<SocketAddr> {
+        self.namesrv.as_ref().map(|n| n.addr)
+    }
+
+    /// Stops serving, unregisters, persists offsets and shuts the store
+    /// down cleanly.
+    pub async fn shutdown(self) {
+        self.cancel.cancel();
+        self.tracker.close();
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some connection tasks did not stop within the grace period");
+        }
+        if let Err(e) = self.ctx.offsets.persist() {
+            tracing::error!(error = %e, "persisting consumer offsets failed");
+        }
+        let store = Arc::clone(&self.ctx.store);
+        match tokio::task::spawn_blocking(move || store.shutdown()).await {
+            Ok(Ok(())) => tracing::info!("broker stopped"),
+            Ok(Err(e)) => tracing::error!(error = %e, "store shutdown failed"),
+            Err(e) => tracing::error!(error = %e, "store shutdown task failed"),
+        }
+    }
+}
+
+/// Persists consumer offsets every `flushConsumerOffsetInterval`.
+async fn persist_offsets(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
+    let mut tick = tokio::time::interval(Duration::from_millis(
+        ctx.settings.broker.flush_consumer_offset_interval_ms,
+    ));
+    loop {
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => break,
+            _ = tick.tick() => {
+                let offsets = Arc::clone(&ctx.offsets);
+                match tokio::task::spawn_blocking(move || offsets.persist()).await {
+                    Ok(Err(e)) => tracing::error!(error = %e, "persisting consumer offsets failed"),
+                    Err(e) => tracing::error!(error = %e, "offset persistence task failed"),
+                    Ok(Ok(())) => {}
+                }
+            }
+        }
+    }
+}
+
+/// What this broker tells the NameServers.
+fn registration(ctx: &BrokerContext) -> (BrokerIdentity, RegisterBrokerBody) {
+    let (timestamp, counter) = ctx.topics.data_version();
+    let id = BrokerIdentity {
+        cluster: ctx.settings.broker.broker_cluster_name.clone(),
+        broker_name: ctx.settings.broker.broker_name.clone(),
+        broker_id: ctx.settings.broker.broker_id,
+        broker_addr: ctx.store_host.to_string(),
+    };
+    let body = RegisterBrokerBody {
+        topic_config_serialize_wrapper: TopicConfigSerializeWrapper {
+            topic_config_table: ctx
+                .topics
+                .all()
+                .into_iter()
+                .map(|t| (t.topic_name.clone(), t))
+                .collect(),
+            data_version: DataVersion { timestamp, counter },
+        },
+        filter_server_list: Vec::new(),
+    };
+    (id, body)
+}
+
+/// A NameServer alone (`rmq-broker --namesrv-only`).
+#[derive(Debug)]
+pub struct StandaloneNameServer {
+    handle: NameServerHandle,
+    cancel: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl StandaloneNameServer {
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.handle.addr
+    }
+
+    /// The running NameServer.
+    pub fn handle(&self) -> &NameServerHandle {
+        &self.handle
+    }
+
+    /// Stops it.
+    pub async fn shutdown(self) {
+        self.cancel.cancel();
+        self.tracker.close();
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.tracker.wait()).await;
+    }
+}
+
+/// Starts a NameServer on `brokerIP1:namesrvListenPort` only.
+pub async fn run_namesrv_only(settings: &Settings) -> Result<StandaloneNameServer, BrokerError> {
+    let port = u16::try_from(settings.broker.namesrv_listen_port).unwrap_or(9876);
+    let listener = bind(&settings.broker.broker_ip1, port).await?;
+    let cancel = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    let handle = NameServer::start(
+        listener,
+        Arc::new(SystemClock),
+        cancel.clone(),
+        tracker.clone(),
+    )
+    .await
+    .map_err(|source| BrokerError::Bind {
+        addr: format!("port {port}"),
+        source,
+    })?;
+    Ok(StandaloneNameServer {
+        handle,
+        cancel,
+        tracker,
+    })
+}
+
+/// Registers with every NameServer now, then keeps the registration fresh
+/// and re-registers whenever the topic table changes.
+async fn start_registrar(
+    ctx: &Arc<BrokerContext>,
+    namesrv_addrs: Vec<SocketAddr>,
+    cancel: &CancellationToken,
+    tracker: &TaskTracker,
+) -> Result<(), BrokerError> {
+    if namesrv_addrs.is_empty() {
+        tracing::warn!("no NameServer: clients cannot find this broker");
+        return Ok(());
+    }
+    let provider_ctx = Arc::clone(ctx);
+    let registrar = BrokerRegistrar::start(
+        namesrv_addrs,
+        Arc::new(move || registration(&provider_ctx)),
+        Duration::from_millis(ctx.settings.broker.register_name_server_period_ms),
+        cancel.clone(),
+        tracker,
+    );
+    registrar
+        .register_now()
+        .await
+        .map_err(|e| BrokerError::Register(e.to_string()))?;
+    let (changed, cancel) = (Arc::clone(&ctx.topics_changed), cancel.clone());
+    tracker.spawn(async move {
+        loop {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break,
+                _ = changed.notified() => registrar.trigger(),
+            }
+        }
+    });
+    Ok(())
+}

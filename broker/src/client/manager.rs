@@ -1,0 +1,175 @@
+//! Which connections belong to which producer and consumer groups, and what
+//! each consumer group subscribed to.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use super::heartbeat::{HeartbeatData, SubscriptionData};
+use crate::remoting::{ConnId, Connection};
+
+#[derive(Debug, Clone)]
+struct Member {
+    client_id: String,
+    conn: Arc<Connection>,
+}
+
+#[derive(Debug, Default)]
+struct ConsumerGroup {
+    members: BTreeMap<ConnId, Member>,
+    subscriptions: HashMap<String, SubscriptionData>,
+    message_model: String,
+}
+
+/// Consumer groups whose membership changed (their members get
+/// NOTIFY_CONSUMER_IDS_CHANGED).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct GroupChange {
+    /// Groups that changed.
+    pub groups: Vec<String>,
+}
+
+/// Client tables.
+#[derive(Debug, Default)]
+pub struct ClientManager {
+    producers: RwLock<HashMap<String, BTreeMap<ConnId, Member>>>,
+    consumers: RwLock<HashMap<String, ConsumerGroup>>,
+}
+
+impl ClientManager {
+    /// Empty tables.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Applies a heartbeat from `conn`; returns the consumer groups whose
+    /// membership changed.
+    pub fn heartbeat(&self, conn: &Arc<Connection>, hb: &HeartbeatData) -> GroupChange {
+        let member = Member {
+            client_id: hb.client_id.clone(),
+            conn: Arc::clone(conn),
+        };
+        {
+            let mut producers = self.producers.write();
+            for p in &hb.producer_data_set {
+                producers
+                    .entry(p.group_name.clone())
+                    .or_default()
+                    .insert(conn.id, member.clone());
+            }
+        }
+        let mut change = GroupChange::default();
+        let mut consumers = self.consumers.write();
+        for c in &hb.consumer_data_set {
+            let group = consumers.entry(c.group_name.clone()).or_default();
+            let new_member = group.members.insert(conn.id, member.clone()).is_none();
+            group.message_model = c.message_model.clone();
+            for s in &c.subscription_data_set {
+                let keep = group
+                    .subscriptions
+                    .get(&s.topic)
+                    .is_some_and(|old| old.sub_version > s.sub_version);
+                if !keep {
+                    group.subscriptions.insert(s.topic.clone(), s.clone());
+                }
+            }
+            if new_member {
+                change.groups.push(c.group_name.clone());
+            }
+        }
+        change
+    }
+
+    /// Removes `conn` from the named groups (UNREGISTER_CLIENT).
+    pub fn unregister(
+        &self,
+        conn: ConnId,
+        producer_group: Option<&str>,
+        consumer_group: Option<&str>,
+    ) -> GroupChange {
+        if let Some(g) = producer_group {
+            if let Some(m) = self.producers.write().get_mut(g) {
+                m.remove(&conn);
+            }
+        }
+        let mut change = GroupChange::default();
+        if let Some(g) = consumer_group {
+            let mut consumers = self.consumers.write();
+            if let Some(group) = consumers.get_mut(g) {
+                if group.members.remove(&conn).is_some() {
+                    change.groups.push(g.to_owned());
+                }
+            }
+        }
+        change
+    }
+
+    /// Removes a closed connection from every group.
+    pub fn connection_closed(&self, conn: ConnId) -> GroupChange {
+        for members in self.producers.write().values_mut() {
+            members.remove(&conn);
+        }
+        let mut change = GroupChange::default();
+        for (name, group) in self.consumers.write().iter_mut() {
+            if group.members.remove(&conn).is_some() {
+                change.groups.push(name.clone());
+            }
+        }
+        change
+    }
+
+    /// Client ids of a consumer group's live members.
+    pub fn consumer_ids(&self, group: &str) -> Vec<String> {
+        let consumers = self.consumers.read();
+        let mut ids: Vec<String> = consumers
+            .get(group)
+            .map(|g| g.members.values().map(|m| m.client_id.clone()).collect())
+            .unwrap_or_default();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// Connections of a consumer group.
+    pub fn consumer_connections(&self, group: &str) -> Vec<Arc<Connection>> {
+        self.consumers
+            .read()
+            .get(group)
+            .map(|g| g.members.values().map(|m| Arc::clone(&m.conn)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Live connections of a producer group.
+    pub fn producer_connections(&self, group: &str) -> Vec<Arc<Connection>> {
+        self.producers
+            .read()
+            .get(group)
+            .map(|m| {
+                m.values()
+                    .filter(|m| !m.conn.is_closed())
+                    .map(|m| Arc::clone(&m.conn))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The group's subscription to `topic` from its last heartbeat; `None`
+    /// when the group is unknown, `Some(None)` when it does not subscribe.
+    pub fn subscription(&self, group: &str, topic: &str) -> Option<Option<SubscriptionData>> {
+        self.consumers
+            .read()
+            .get(group)
+            .map(|g| g.subscriptions.get(topic).cloned())
+    }
+
+    /// Names of consumer groups with members.
+    pub fn consumer_groups(&self) -> Vec<String> {
+        self.consumers
+            .read()
+            .iter()
+            .filter(|(_, g)| !g.members.is_empty())
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+}

@@ -1,0 +1,36 @@
+//! What every processor can reach.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+
+use crate::client::ClientManager;
+use crate::config::Settings;
+use crate::meta::{ConsumerOffsetManager, TopicConfigManager};
+use crate::processor::lock::QueueLockManager;
+use crate::pull_hold::PullHoldService;
+use crate::store::MessageStore;
+
+/// Shared broker state.
+#[derive(Debug)]
+pub struct BrokerContext {
+    /// Settings the broker runs with.
+    pub settings: Settings,
+    /// The message store.
+    pub store: Arc<MessageStore>,
+    /// Topic table.
+    pub topics: Arc<TopicConfigManager>,
+    /// Consumer offsets.
+    pub offsets: Arc<ConsumerOffsetManager>,
+    /// Client tables.
+    pub clients: Arc<ClientManager>,
+    /// Held pulls.
+    pub pull_hold: Arc<PullHoldService>,
+    /// Orderly-consumer queue locks.
+    pub locks: Arc<QueueLockManager>,
+    /// This broker's address as clients and message ids see it.
+    pub store_host: SocketAddr,
+    /// Signalled when topics change, so NameServers hear of it at once.
+    pub topics_changed: Arc<Notify>,
+}

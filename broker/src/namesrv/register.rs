@@ -1,0 +1,367 @@
+//! The broker side of the NameServer protocol: register with every
+//! NameServer at start, every period (the heartbeat), and at once when the
+//! topic table changes; unregister on shutdown.
+//!
+//! Each NameServer has its own connection, reopened after any failure. A
+//! failing NameServer is logged once per failure streak (and once when it
+//! recovers), not on every heartbeat.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmq_common::message::record::body_crc;
+use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
+use tokio::sync::{watch, Mutex, Notify};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::route::{BrokerIdentity, RegisterBrokerBody};
+use crate::remoting::{ClientError, RemotingClient};
+
+/// Builds what to register: called afresh for every registration, so a
+/// changed topic table goes out with the next one. Bump the body's
+/// `dataVersion` when the topics change; the NameServer ignores the topic
+/// list of a version it already has.
+pub type RegistrationProvider = Arc<dyn Fn() -> (BrokerIdentity, RegisterBrokerBody) + Send + Sync>;
+
+/// RocketMQ's default registration period (the broker's heartbeat).
+pub const DEFAULT_REGISTER_PERIOD: Duration = Duration::from_secs(30);
+
+/// Time allowed to connect to a NameServer and, separately, for it to
+/// answer a registration.
+pub const REGISTER_TIMEOUT: Duration = Duration::from_secs(6);
+
+/// Time allowed for the best-effort UNREGISTER_BROKER at shutdown, connect
+/// included, per NameServer (all are asked at once).
+pub const UNREGISTER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Why one NameServer did not take a registration.
+#[derive(Debug, thiserror::Error)]
+pub enum NameServerError {
+    /// Connecting or the call failed (refused, closed, timed out).
+    #[error("NameServer {addr}: {source}")]
+    Client {
+        /// The NameServer.
+        addr: SocketAddr,
+        /// The client's error.
+        #[source]
+        source: ClientError,
+    },
+    /// The TCP connect did not finish in time.
+    #[error("NameServer {addr}: no connection within {timeout:?}")]
+    ConnectTimeout {
+        /// The NameServer.
+        addr: SocketAddr,
+        /// The time allowed.
+        timeout: Duration,
+    },
+    /// The NameServer answered with an error code.
+    #[error("NameServer {addr} refused the request: code {code}, remark {remark:?}")]
+    Rejected {
+        /// The NameServer.
+        addr: SocketAddr,
+        /// The response code.
+        code: i32,
+        /// The response remark.
+        remark: String,
+    },
+}
+
+/// Why [`BrokerRegistrar::register_now`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RegisterError {
+    /// The body could not be encoded as JSON.
+    #[error("cannot encode the RegisterBrokerBody as JSON: {0}")]
+    Encode(#[source] serde_json::Error),
+    /// Some NameServers did not take the registration (the others did).
+    #[error("registration failed at {} of {total} NameServers: {}", .failures.len(), describe(.failures))]
+    Failed {
+        /// One error per failed NameServer.
+        failures: Vec<NameServerError>,
+        /// NameServers asked.
+        total: usize,
+    },
+    /// The registrar was cancelled.
+    #[error("the registrar is stopped")]
+    Stopped,
+}
+
+fn describe(failures: &[NameServerError]) -> String {
+    failures
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// One NameServer and the connection to it.
+struct Link {
+    addr: SocketAddr,
+    /// Held across a whole exchange, so registrations to one NameServer
+    /// never overtake each other.
+    state: Mutex<LinkState>,
+}
+
+#[derive(Default)]
+struct LinkState {
+    client: Option<RemotingClient>,
+    /// Set by the first failure of a streak, which is the one logged.
+    failing: bool,
+}
+
+struct Inner {
+    links: Vec<Link>,
+    provider: RegistrationProvider,
+    wake: Notify,
+    passes: watch::Sender<u64>,
+    cancel: CancellationToken,
+}
+
+/// Keeps this broker registered with its NameServers. Cheap to clone; every
+/// clone drives the same task.
+#[derive(Clone)]
+pub struct BrokerRegistrar {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for BrokerRegistrar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrokerRegistrar")
+            .field("namesrv_addrs", &self.namesrv_addrs())
+            .field("passes", &*self.inner.passes.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+impl BrokerRegistrar {
+    /// Starts the registration task on `tracker`: it registers with every
+    /// address in `namesrv_addrs` at once, then every `period` and on each
+    /// [`BrokerRegistrar::trigger`], until `cancel`; then it sends
+    /// UNREGISTER_BROKER (best effort) and stops.
+    pub fn start(
+        namesrv_addrs: Vec<SocketAddr>,
+        provider: RegistrationProvider,
+        period: Duration,
+        cancel: CancellationToken,
+        tracker: &TaskTracker,
+    ) -> Self {
+        let links = namesrv_addrs
+            .into_iter()
+            .map(|addr| Link {
+                addr,
+                state: Mutex::new(LinkState::default()),
+            })
+            .collect();
+        let inner = Arc::new(Inner {
+            links,
+            provider,
+            wake: Notify::new(),
+            passes: watch::channel(0).0,
+            cancel,
+        });
+        tracker.spawn(run(Arc::clone(&inner), period));
+        Self { inner }
+    }
+
+    /// Asks for a registration now (the topic table changed). Triggers that
+    /// arrive during a registration cause one more.
+    pub fn trigger(&self) {
+        self.inner.wake.notify_one();
+    }
+
+    /// Registers once with every NameServer, all at once, and returns when
+    /// each has answered or failed. Used at broker start so routes exist
+    /// before the broker reports ready.
+    pub async fn register_now(&self) -> Result<(), RegisterError> {
+        if self.inner.cancel.is_cancelled() {
+            return Err(RegisterError::Stopped);
+        }
+        self.inner.register_all().await
+    }
+
+    /// Completed registration passes (background and
+    /// [`BrokerRegistrar::register_now`]), failed ones included; for
+    /// waiting on a [`BrokerRegistrar::trigger`].
+    pub fn passes(&self) -> watch::Receiver<u64> {
+        self.inner.passes.subscribe()
+    }
+
+    /// The NameServers.
+    pub fn namesrv_addrs(&self) -> Vec<SocketAddr> {
+        self.inner.links.iter().map(|l| l.addr).collect()
+    }
+}
+
+async fn run(inner: Arc<Inner>, period: Duration) {
+    let cancel = inner.cancel.clone();
+    loop {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => break,
+            result = inner.register_all() => match result {
+                // Per-NameServer failures were logged by their links.
+                Ok(()) | Err(RegisterError::Failed { .. } | RegisterError::Stopped) => {}
+                Err(e) => tracing::error!(error = %e, "cannot build the broker registration"),
+            },
+        }
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => break,
+            () = inner.wake.notified() => {}
+            () = tokio::time::sleep(period) => {}
+        }
+    }
+    inner.unregister_all().await;
+    tracing::debug!("broker registrar stopped");
+}
+
+impl Inner {
+    async fn register_all(&self) -> Result<(), RegisterError> {
+        let result = self.register_all_once().await;
+        self.passes.send_modify(|n| *n += 1);
+        result
+    }
+
+    async fn register_all_once(&self) -> Result<(), RegisterError> {
+        let (id, body) = (self.provider)();
+        let body = serde_json::to_vec(&body).map_err(RegisterError::Encode)?;
+        let mut req = RemotingCommand::request(RequestCode::RegisterBroker);
+        put_identity(&mut req, &id);
+        // No HA in this broker; the field is not-null in Java, so send it blank.
+        req.put_ext("haServerAddr", "");
+        req.put_ext("compressed", false);
+        req.put_ext("bodyCrc32", body_crc(&body));
+        let req = req.with_body(body);
+        let calls = self.links.iter().map(|link| link.register(req.clone()));
+        let failures: Vec<NameServerError> = futures::future::join_all(calls)
+            .await
+            .into_iter()
+            .filter_map(Result::err)
+            .collect();
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(RegisterError::Failed {
+                failures,
+                total: self.links.len(),
+            })
+        }
+    }
+
+    async fn unregister_all(&self) {
+        let (id, _) = (self.provider)();
+        let mut req = RemotingCommand::request(RequestCode::UnregisterBroker);
+        put_identity(&mut req, &id);
+        let calls = self.links.iter().map(|link| link.unregister(req.clone()));
+        futures::future::join_all(calls).await;
+    }
+}
+
+fn put_identity(req: &mut RemotingCommand, id: &BrokerIdentity) {
+    req.put_ext("brokerName", &id.broker_name);
+    req.put_ext("brokerAddr", &id.broker_addr);
+    req.put_ext("clusterName", &id.cluster);
+    req.put_ext("brokerId", id.broker_id);
+}
+
+impl Link {
+    async fn register(&self, req: RemotingCommand) -> Result<(), NameServerError> {
+        let mut state = self.state.lock().await;
+        let result = self.call(&mut state, req, REGISTER_TIMEOUT).await;
+        match &result {
+            Ok(()) if state.failing => {
+                state.failing = false;
+                tracing::info!(namesrv = %self.addr, "registration with NameServer works again");
+            }
+            Ok(()) => tracing::trace!(namesrv = %self.addr, "registered with NameServer"),
+            Err(e) if !state.failing => {
+                state.failing = true;
+                tracing::warn!(
+                    namesrv = %self.addr,
+                    error = %e,
+                    "registration with NameServer failed; reconnecting on every heartbeat \
+                     (not logged again until it works)"
+                );
+            }
+            Err(e) => {
+                tracing::debug!(namesrv = %self.addr, error = %e, "registration still failing")
+            }
+        }
+        result
+    }
+
+    /// Best effort, bounded by [`UNREGISTER_TIMEOUT`]; closes the connection.
+    async fn unregister(&self, req: RemotingCommand) {
+        let exchange = async {
+            let mut state = self.state.lock().await;
+            let result = self.call(&mut state, req, UNREGISTER_TIMEOUT).await;
+            if let Some(client) = state.client.take() {
+                client.close().await;
+            }
+            result
+        };
+        match tokio::time::timeout(UNREGISTER_TIMEOUT, exchange).await {
+            Ok(Ok(())) => tracing::info!(namesrv = %self.addr, "unregistered from NameServer"),
+            Ok(Err(e)) => tracing::info!(namesrv = %self.addr, error = %e, "unregister failed"),
+            Err(_) => tracing::info!(
+                namesrv = %self.addr,
+                timeout = ?UNREGISTER_TIMEOUT,
+                "unregister did not finish in time"
+            ),
+        }
+    }
+
+    /// One request over the link's connection, opened first if needed; a
+    /// failed call drops the connection so the next one reconnects.
+    async fn call(
+        &self,
+        state: &mut LinkState,
+        req: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<(), NameServerError> {
+        let client = match state.client.take() {
+            Some(client) if !client.is_closed() => client,
+            stale => {
+                if let Some(client) = stale {
+                    client.close().await;
+                }
+                self.connect(timeout).await?
+            }
+        };
+        let resp = match client.invoke(req, timeout).await {
+            Ok(resp) => resp,
+            Err(source) => {
+                client.close().await;
+                return Err(NameServerError::Client {
+                    addr: self.addr,
+                    source,
+                });
+            }
+        };
+        state.client = Some(client);
+        if resp.code == ResponseCode::Success.code() {
+            Ok(())
+        } else {
+            Err(NameServerError::Rejected {
+                addr: self.addr,
+                code: resp.code,
+                remark: resp.remark.unwrap_or_default(),
+            })
+        }
+    }
+
+    async fn connect(&self, timeout: Duration) -> Result<RemotingClient, NameServerError> {
+        match tokio::time::timeout(timeout, RemotingClient::connect(self.addr)).await {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(source)) => Err(NameServerError::Client {
+                addr: self.addr,
+                source,
+            }),
+            Err(_) => Err(NameServerError::ConnectTimeout {
+                addr: self.addr,
+                timeout,
+            }),
+        }
+    }
+}

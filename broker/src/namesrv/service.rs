@@ -1,0 +1,132 @@
+//! The NameServer service: the remoting server over [`NameServerHandler`]
+//! and the scan that drops brokers which stopped heart-beating.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmq_common::time::Clock;
+use tokio::net::TcpListener;
+use tokio::time::MissedTickBehavior;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::processor::NameServerHandler;
+use super::route::RouteInfoManager;
+use crate::remoting::{serve, ServerOptions};
+
+/// A broker not heard from for this long is dropped (brokers re-register
+/// every 30 s, so this is four missed heartbeats), ms.
+pub const BROKER_EXPIRY_MS: i64 = 120_000;
+
+/// How often the expiry scan runs.
+pub const SCAN_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The NameServer's state: route tables, handler and clock.
+#[derive(Debug)]
+pub struct NameServer {
+    handler: Arc<NameServerHandler>,
+    clock: Arc<dyn Clock>,
+}
+
+impl NameServer {
+    /// Empty route tables; `clock` stamps heartbeats and drives expiry.
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        let routes = Arc::new(RouteInfoManager::new());
+        Self {
+            handler: Arc::new(NameServerHandler::new(routes, Arc::clone(&clock))),
+            clock,
+        }
+    }
+
+    /// Serves NameServer requests on `listener` and runs the expiry scan
+    /// every [`SCAN_INTERVAL`], both until `cancel`, both tracked by
+    /// `tracker`. Fails only if the listener has no local address.
+    pub async fn start(
+        listener: TcpListener,
+        clock: Arc<dyn Clock>,
+        cancel: CancellationToken,
+        tracker: TaskTracker,
+    ) -> io::Result<NameServerHandle> {
+        let addr = listener.local_addr()?;
+        let server = Arc::new(Self::new(clock));
+        tracker.spawn(serve(
+            listener,
+            Arc::clone(&server.handler),
+            ServerOptions::default(),
+            cancel.clone(),
+            tracker.clone(),
+        ));
+        tracker.spawn(scan_loop(Arc::clone(&server), cancel));
+        tracing::info!(%addr, "NameServer listening");
+        Ok(NameServerHandle { addr, server })
+    }
+
+    /// The route tables.
+    pub fn routes(&self) -> &Arc<RouteInfoManager> {
+        self.handler.routes()
+    }
+
+    /// The request handler.
+    pub fn handler(&self) -> &Arc<NameServerHandler> {
+        &self.handler
+    }
+
+    /// One expiry pass: drops every broker address not heard from for
+    /// [`BROKER_EXPIRY_MS`]; returns the dropped addresses.
+    pub fn scan_once(&self) -> Vec<String> {
+        let dropped = self.routes().expire(self.clock.now_ms(), BROKER_EXPIRY_MS);
+        for addr in &dropped {
+            tracing::warn!(
+                broker_addr = %addr,
+                expiry_ms = BROKER_EXPIRY_MS,
+                "broker expired: no registration within the expiry; dropped from routes"
+            );
+        }
+        self.handler.forget(&dropped);
+        dropped
+    }
+}
+
+async fn scan_loop(server: Arc<NameServer>, cancel: CancellationToken) {
+    let mut tick = tokio::time::interval(SCAN_INTERVAL);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    // The first tick is immediate; nothing can have expired yet.
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => break,
+            _ = tick.tick() => {
+                server.scan_once();
+            }
+        }
+    }
+    tracing::debug!("NameServer expiry scan stopped");
+}
+
+/// A running NameServer.
+#[derive(Debug, Clone)]
+pub struct NameServerHandle {
+    /// The address it listens on.
+    pub addr: SocketAddr,
+    server: Arc<NameServer>,
+}
+
+impl NameServerHandle {
+    /// The route tables.
+    pub fn routes(&self) -> &Arc<RouteInfoManager> {
+        self.server.routes()
+    }
+
+    /// Runs one expiry pass now (see [`NameServer::scan_once`]).
+    pub fn scan_once(&self) -> Vec<String> {
+        self.server.scan_once()
+    }
+
+    /// The NameServer's state.
+    pub fn server(&self) -> &Arc<NameServer> {
+        &self.server
+    }
+}

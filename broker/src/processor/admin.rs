@@ -1,0 +1,61 @@
+//! UPDATE_AND_CREATE_TOPIC and GET_ALL_TOPIC_CONFIG.
+
+use std::sync::Arc;
+
+use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
+
+use super::{success, Handled, Refusal};
+use crate::context::BrokerContext;
+use crate::meta::{TopicConfig, PERM_READ, PERM_WRITE};
+use crate::namesrv::route::{DataVersion, TopicConfigSerializeWrapper};
+
+/// Handles topic administration.
+pub fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {
+    match code {
+        RequestCode::UpdateAndCreateTopic => {
+            let ext = req.ext();
+            let name = ext.req_str("topic")?;
+            let read = ext
+                .get_i32("readQueueNums")?
+                .unwrap_or(ctx.settings.broker.default_topic_queue_nums);
+            let write = ext.get_i32("writeQueueNums")?.unwrap_or(read);
+            let config = TopicConfig {
+                topic_name: name.to_owned(),
+                read_queue_nums: read,
+                write_queue_nums: write,
+                perm: ext.get_i32("perm")?.unwrap_or(PERM_READ | PERM_WRITE),
+                topic_filter_type: ext
+                    .get_str("topicFilterType")
+                    .unwrap_or("SINGLE_TAG")
+                    .to_owned(),
+                topic_sys_flag: ext.get_i32("topicSysFlag")?.unwrap_or(0),
+                order: ext.get_bool("order")?.unwrap_or(false),
+            };
+            ctx.topics
+                .upsert(config)
+                .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+            tracing::info!(topic = name, read, write, "topic created or updated");
+            ctx.topics_changed.notify_one();
+            Ok(success())
+        }
+        RequestCode::GetAllTopicConfig => {
+            let (timestamp, counter) = ctx.topics.data_version();
+            let wrapper = TopicConfigSerializeWrapper {
+                topic_config_table: ctx
+                    .topics
+                    .all()
+                    .into_iter()
+                    .map(|t| (t.topic_name.clone(), t))
+                    .collect(),
+                data_version: DataVersion { timestamp, counter },
+            };
+            let body = serde_json::to_vec(&wrapper)
+                .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+            Ok(success().with_body(body))
+        }
+        _ => Err(Refusal::new(
+            ResponseCode::RequestCodeNotSupported,
+            "not an admin request",
+        )),
+    }
+}

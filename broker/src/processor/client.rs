@@ -1,0 +1,85 @@
+//! HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP and
+//! CHECK_CLIENT_CONFIG.
+
+use std::sync::Arc;
+
+use rmq_common::constants::RETRY_GROUP_TOPIC_PREFIX;
+use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
+
+use super::{success, Handled, Refusal};
+use crate::client::{GroupChange, HeartbeatData};
+use crate::context::BrokerContext;
+use crate::remoting::Connection;
+
+/// Handles client-table requests.
+pub fn handle(
+    ctx: &Arc<BrokerContext>,
+    conn: &Arc<Connection>,
+    code: RequestCode,
+    req: &RemotingCommand,
+) -> Handled {
+    match code {
+        RequestCode::HeartBeat => {
+            let body = req.body.as_deref().unwrap_or_default();
+            let hb: HeartbeatData = serde_json::from_slice(body).map_err(|e| {
+                Refusal::new(
+                    ResponseCode::SystemError,
+                    format!("heartbeat body is not valid: {e}"),
+                )
+            })?;
+            for c in &hb.consumer_data_set {
+                // Every consumer group gets its retry topic, as RocketMQ does.
+                let retry = format!("{RETRY_GROUP_TOPIC_PREFIX}{}", c.group_name);
+                if rmq_common::names::validate_topic(&retry).is_ok() {
+                    if let Ok((_, true)) = ctx.topics.get_or_create(&retry, 1) {
+                        ctx.topics_changed.notify_one();
+                    }
+                }
+            }
+            let change = ctx.clients.heartbeat(conn, &hb);
+            notify_group_changes(ctx, &change);
+            Ok(success())
+        }
+        RequestCode::UnregisterClient => {
+            let ext = req.ext();
+            let change = ctx.clients.unregister(
+                conn.id,
+                ext.get_str("producerGroup"),
+                ext.get_str("consumerGroup"),
+            );
+            notify_group_changes(ctx, &change);
+            Ok(success())
+        }
+        RequestCode::GetConsumerListByGroup => {
+            let group = req.ext().req_str("consumerGroup")?;
+            let ids = ctx.clients.consumer_ids(group);
+            if ids.is_empty() {
+                return Err(Refusal::new(
+                    ResponseCode::SystemError,
+                    format!("no consumer for this group, {group}"),
+                ));
+            }
+            let body = serde_json::json!({ "consumerIdList": ids }).to_string();
+            Ok(success().with_body(body.into_bytes()))
+        }
+        RequestCode::CheckClientConfig => Ok(success()),
+        _ => Err(Refusal::new(
+            ResponseCode::RequestCodeNotSupported,
+            "not a client request",
+        )),
+    }
+}
+
+/// Tells each member of a changed consumer group to rebalance.
+pub fn notify_group_changes(ctx: &BrokerContext, change: &GroupChange) {
+    for group in &change.groups {
+        for conn in ctx.clients.consumer_connections(group) {
+            let mut cmd = RemotingCommand::request(RequestCode::NotifyConsumerIdsChanged);
+            cmd.put_ext("consumerGroup", group);
+            cmd.mark_oneway();
+            if !conn.send(cmd) {
+                tracing::debug!(peer = %conn.peer, group, "could not queue NOTIFY_CONSUMER_IDS_CHANGED");
+            }
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! Request processors, one file per request family, and the dispatch from
+//! request code to processor.
+
+pub mod admin;
+pub mod client;
+pub mod lock;
+pub mod offsets;
+pub mod pull;
+pub mod query;
+pub mod send;
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use rmq_common::remoting::{HeaderError, RemotingCommand, RequestCode, ResponseCode};
+
+use crate::context::BrokerContext;
+use crate::remoting::{Connection, RequestHandler};
+
+/// The broker's request handler.
+#[derive(Debug)]
+pub struct BrokerHandler {
+    ctx: Arc<BrokerContext>,
+}
+
+impl BrokerHandler {
+    /// A handler over `ctx`.
+    pub fn new(ctx: Arc<BrokerContext>) -> Self {
+        Self { ctx }
+    }
+}
+
+impl RequestHandler for BrokerHandler {
+    fn handle(
+        self: Arc<Self>,
+        conn: Arc<Connection>,
+        req: RemotingCommand,
+    ) -> BoxFuture<'static, Option<RemotingCommand>> {
+        async move {
+            let oneway = req.is_oneway();
+            let resp = dispatch(&self.ctx, &conn, &req).await;
+            let resp = resp.map(|mut r| {
+                r.opaque = req.opaque;
+                r.serialize_type = req.serialize_type;
+                r.mark_response();
+                r
+            });
+            if oneway {
+                None
+            } else {
+                resp
+            }
+        }
+        .boxed()
+    }
+
+    fn connection_closed(&self, conn: &Arc<Connection>) {
+        let change = self.ctx.clients.connection_closed(conn.id);
+        client::notify_group_changes(&self.ctx, &change);
+    }
+}
+
+async fn dispatch(
+    ctx: &Arc<BrokerContext>,
+    conn: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> Option<RemotingCommand> {
+    let Some(code) = RequestCode::from_i32(req.code) else {
+        return Some(unsupported(req.code));
+    };
+    let result = match code {
+        RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
+            send::handle(ctx, conn, req).await
+        }
+        RequestCode::PullMessage => pull::handle(ctx, req).await,
+        RequestCode::QueryConsumerOffset
+        | RequestCode::UpdateConsumerOffset
+        | RequestCode::GetMaxOffset
+        | RequestCode::GetMinOffset
+        | RequestCode::SearchOffsetByTimestamp
+        | RequestCode::GetEarliestMsgStoretime => offsets::handle(ctx, code, req).await,
+        RequestCode::HeartBeat
+        | RequestCode::UnregisterClient
+        | RequestCode::GetConsumerListByGroup
+        | RequestCode::CheckClientConfig => client::handle(ctx, conn, code, req),
+        RequestCode::QueryMessage | RequestCode::ViewMessageById => {
+            query::handle(ctx, code, req).await
+        }
+        RequestCode::UpdateAndCreateTopic | RequestCode::GetAllTopicConfig => {
+            admin::handle(ctx, code, req)
+        }
+        RequestCode::LockBatchMq | RequestCode::UnlockBatchMq => lock::handle(ctx, code, req),
+        RequestCode::GetKvConfig => Ok(RemotingCommand::response(
+            ResponseCode::QueryNotFound,
+            Some("no KV config on this broker".into()),
+        )),
+        _ => return Some(unsupported(req.code)),
+    };
+    Some(result.unwrap_or_else(|e| e.into_response()))
+}
+
+fn unsupported(code: i32) -> RemotingCommand {
+    RemotingCommand::response(
+        ResponseCode::RequestCodeNotSupported,
+        Some(format!("request code {code} is not supported")),
+    )
+}
+
+/// A request that cannot be served, with the code to answer it with.
+#[derive(Debug)]
+pub struct Refusal {
+    code: ResponseCode,
+    remark: String,
+}
+
+impl Refusal {
+    /// A refusal.
+    pub fn new(code: ResponseCode, remark: impl Into<String>) -> Self {
+        Self {
+            code,
+            remark: remark.into(),
+        }
+    }
+
+    fn into_response(self) -> RemotingCommand {
+        RemotingCommand::response(self.code, Some(self.remark))
+    }
+}
+
+impl From<HeaderError> for Refusal {
+    fn from(e: HeaderError) -> Self {
+        Self::new(
+            ResponseCode::SystemError,
+            format!("bad request header: {e}"),
+        )
+    }
+}
+
+impl From<rmq_store_file::StoreError> for Refusal {
+    fn from(e: rmq_store_file::StoreError) -> Self {
+        use rmq_store_file::StoreError as E;
+        let code = match &e {
+            E::MessageIllegal { .. } | E::IllegalName(_) | E::Encode(_) => {
+                ResponseCode::MessageIllegal
+            }
+            E::Poisoned { .. } | E::ShutDown => ResponseCode::ServiceNotAvailable,
+            _ => ResponseCode::SystemError,
+        };
+        Self::new(code, e.to_string())
+    }
+}
+
+/// Result of a processor.
+pub type Handled = Result<RemotingCommand, Refusal>;
+
+/// A successful response with no fields.
+pub fn success() -> RemotingCommand {
+    RemotingCommand::response(ResponseCode::Success, None)
+}
+
+/// Runs blocking store work off the async workers.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Refusal> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Refusal::new(ResponseCode::SystemError, format!("store task failed: {e}")))
+}

@@ -1,0 +1,184 @@
+//! PULL_MESSAGE: tag filtering, the commit-offset flag, long polling, and
+//! the heartbeat subscription when the request carries none.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{BufMut, BytesMut};
+use rmq_common::names::{validate_group, validate_topic};
+use rmq_common::remoting::{
+    pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader, RemotingCommand,
+    ResponseCode,
+};
+
+use super::{blocking, Handled, Refusal};
+use crate::context::BrokerContext;
+use crate::meta::PERM_READ;
+use crate::store::{GetMessageResult, GetStatus, TagFilter};
+
+/// Handles a pull.
+pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+    let h = PullMessageRequestHeader::from_ext(&req.ext())?;
+    validate_group(&h.consumer_group)
+        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+    validate_topic(&h.topic).map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+    let topic = ctx.topics.get(&h.topic).ok_or_else(|| {
+        Refusal::new(
+            ResponseCode::TopicNotExist,
+            format!("topic[{}] not exist, apply first please!", h.topic),
+        )
+    })?;
+    if topic.perm & PERM_READ == 0 {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!("the topic[{}] pulling message is forbidden", h.topic),
+        ));
+    }
+    if h.queue_id < 0 || h.queue_id >= topic.read_queue_nums {
+        return Err(Refusal::new(
+            ResponseCode::SystemError,
+            format!(
+                "queueId[{}] is illegal, topic {} has {} read queues",
+                h.queue_id, h.topic, topic.read_queue_nums
+            ),
+        ));
+    }
+    let filter = subscription_filter(ctx, &h)?;
+    if pull_sys_flag::has_commit_offset(h.sys_flag) && h.commit_offset >= 0 {
+        ctx.offsets
+            .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+    }
+    let max_bytes = h
+        .max_msg_bytes
+        .and_then(|b| usize::try_from(b).ok())
+        .filter(|b| *b > 0)
+        .unwrap_or(
+            ctx.settings
+                .store
+                .max_transfer_bytes_on_message_in_memory_bytes as usize,
+        );
+    let max_count = usize::try_from(h.max_msg_nums).unwrap_or(1).clamp(
+        1,
+        ctx.settings.store.max_transfer_count_on_message_in_memory as usize,
+    );
+    let mut result = get(ctx, &h, max_count, max_bytes, &filter).await?;
+    let suspend = pull_sys_flag::has_suspend(h.sys_flag);
+    if suspend && pull_code(&result, h.queue_offset) == ResponseCode::PullNotFound {
+        let wait = if ctx.settings.broker.long_polling_enable {
+            Duration::from_millis(u64::try_from(h.suspend_timeout_millis).unwrap_or(0))
+        } else {
+            Duration::from_millis(ctx.settings.broker.short_polling_time_ms)
+        };
+        let store = Arc::clone(&ctx.store);
+        let (topic, queue_id, offset) = (h.topic.clone(), h.queue_id, h.queue_offset);
+        let arrived = ctx
+            .pull_hold
+            .wait(&h.topic, h.queue_id, wait, move || {
+                store.max_offset_in_queue(&topic, queue_id).unwrap_or(0) > offset
+            })
+            .await;
+        if arrived {
+            result = get(ctx, &h, max_count, max_bytes, &filter).await?;
+        }
+    }
+    Ok(response(&result, h.queue_offset))
+}
+
+async fn get(
+    ctx: &Arc<BrokerContext>,
+    h: &PullMessageRequestHeader,
+    max_count: usize,
+    max_bytes: usize,
+    filter: &TagFilter,
+) -> Result<GetMessageResult, Refusal> {
+    let store = Arc::clone(&ctx.store);
+    let (group, topic, queue_id, offset, filter) = (
+        h.consumer_group.clone(),
+        h.topic.clone(),
+        h.queue_id,
+        h.queue_offset,
+        filter.clone(),
+    );
+    Ok(blocking(move || {
+        store.get_message(
+            &group, &topic, queue_id, offset, max_count, max_bytes, &filter,
+        )
+    })
+    .await??)
+}
+
+/// The filter of this pull: the request's expression with the SUBSCRIPTION
+/// flag, else the group's subscription from its last heartbeat.
+fn subscription_filter(
+    ctx: &BrokerContext,
+    h: &PullMessageRequestHeader,
+) -> Result<TagFilter, Refusal> {
+    if let Some(expr_type) = h.expression_type.as_deref() {
+        if !expr_type.eq_ignore_ascii_case("TAG") {
+            return Err(Refusal::new(
+                ResponseCode::SubscriptionParseFailed,
+                format!("expression type {expr_type} is not supported; use TAG"),
+            ));
+        }
+    }
+    if pull_sys_flag::has_subscription(h.sys_flag) {
+        return Ok(TagFilter::parse(h.subscription.as_deref().unwrap_or("*")));
+    }
+    match ctx.clients.subscription(&h.consumer_group, &h.topic) {
+        None | Some(None) => Err(Refusal::new(
+            ResponseCode::SubscriptionNotExist,
+            format!(
+                "the consumer's subscription of {} in group {} not exist",
+                h.topic, h.consumer_group
+            ),
+        )),
+        Some(Some(sub)) if sub.sub_version < h.sub_version => Err(Refusal::new(
+            ResponseCode::SubscriptionNotLatest,
+            format!(
+                "the consumer's subscription not latest (have {}, asked {})",
+                sub.sub_version, h.sub_version
+            ),
+        )),
+        Some(Some(sub)) if !sub.code_set.is_empty() => Ok(TagFilter::from_codes(sub.code_set)),
+        Some(Some(sub)) => Ok(TagFilter::parse(&sub.sub_string)),
+    }
+}
+
+/// RocketMQ's mapping from store status to response code.
+fn pull_code(r: &GetMessageResult, requested: i64) -> ResponseCode {
+    match r.status {
+        GetStatus::Found => ResponseCode::Success,
+        GetStatus::NoMatchedMessage | GetStatus::MessageWasRemoving => {
+            ResponseCode::PullRetryImmediately
+        }
+        GetStatus::OffsetFoundNull | GetStatus::OffsetOverflowOne => ResponseCode::PullNotFound,
+        GetStatus::OffsetOverflowBadly | GetStatus::OffsetTooSmall => ResponseCode::PullOffsetMoved,
+        GetStatus::NoMessageInQueue | GetStatus::NoMatchedLogicQueue => {
+            if requested != 0 {
+                ResponseCode::PullOffsetMoved
+            } else {
+                ResponseCode::PullNotFound
+            }
+        }
+    }
+}
+
+fn response(r: &GetMessageResult, requested: i64) -> RemotingCommand {
+    let code = pull_code(r, requested);
+    let mut resp = RemotingCommand::response(code, Some(format!("{:?}", r.status)));
+    resp.ext_fields = PullMessageResponseHeader {
+        suggest_which_broker_id: 0,
+        next_begin_offset: r.next_begin_offset,
+        min_offset: r.min_offset,
+        max_offset: r.max_offset,
+    }
+    .to_ext();
+    if code == ResponseCode::Success {
+        let mut body = BytesMut::with_capacity(r.total_bytes);
+        for m in &r.messages {
+            body.put_slice(m.bytes());
+        }
+        resp.body = Some(body.freeze());
+    }
+    resp
+}

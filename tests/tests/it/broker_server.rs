@@ -1,0 +1,375 @@
+//! Black-box tests of the broker over its real protocol, on 127.0.0.1 with
+//! ports chosen by the OS.
+
+use std::time::{Duration, Instant};
+
+use rmq_broker::broker::Broker;
+use rmq_broker::sdk::{self, OutMessage, PullRequest, SendCode};
+use rmq_common::config::CqBackend;
+use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_tests::broker_settings;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Longest a held pull may take beyond its suspend time.
+const LONG_POLL_SLACK: Duration = Duration::from_secs(5);
+
+fn msg(body: &str, tag: &str) -> OutMessage {
+    OutMessage {
+        body: body.as_bytes().to_vec(),
+        tags: Some(tag.into()),
+        keys: vec![format!("key-{body}")],
+        properties: Vec::new(),
+    }
+}
+
+fn pull_req(topic: &str, queue_id: i32, offset: i64, sub: &str) -> PullRequest {
+    PullRequest {
+        group: "g1".into(),
+        topic: topic.into(),
+        queue_id,
+        offset,
+        max_msgs: 32,
+        subscription: Some(sub.into()),
+        suspend: None,
+        commit_offset: None,
+    }
+}
+
+async fn start(root: &std::path::Path, backend: CqBackend) -> Broker {
+    Broker::start(broker_settings(root, backend)).await.unwrap()
+}
+
+async fn send_pull_round_trip(backend: CqBackend) {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), backend).await;
+    let c = sdk::connect(broker.addr()).await.unwrap();
+    let r1 = sdk::send(&c, SendCode::V1, "p", "RT", 0, &[msg("a", "TagA")])
+        .await
+        .unwrap();
+    let r2 = sdk::send(&c, SendCode::V2, "p", "RT", 0, &[msg("b", "TagB")])
+        .await
+        .unwrap();
+    let r3 = sdk::send(
+        &c,
+        SendCode::V2,
+        "p",
+        "RT",
+        0,
+        &[msg("c", "TagA"), msg("d", "TagB")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (r1.queue_offset, r2.queue_offset, r3.queue_offset),
+        (0, 1, 2)
+    );
+    assert_eq!(
+        r3.msg_id.split(',').count(),
+        2,
+        "one offsetMsgId per batch message"
+    );
+    // The batch flag on code 10 (one real client sends batches that way).
+    let mut header = rmq_common::remoting::SendMessageRequestHeader::from_ext(
+        &RemotingCommand::request(0)
+            .with_ext_fields(
+                [
+                    ("producerGroup", "p"),
+                    ("topic", "RT"),
+                    ("queueId", "0"),
+                    ("batch", "true"),
+                ]
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            )
+            .ext(),
+    )
+    .unwrap();
+    header.batch = true;
+    let body = rmq_common::message::batch::encode_batch(&[rmq_common::message::batch::BatchItem {
+        flag: 0,
+        body: b"e".to_vec(),
+        properties: b"TAGS\x01TagB\x02".to_vec(),
+    }]);
+    let req = RemotingCommand::request(RequestCode::SendMessage)
+        .with_ext_fields(header.to_ext())
+        .with_body(body);
+    let resp = c.invoke(req, sdk::DEFAULT_TIMEOUT).await.unwrap();
+    assert_eq!(resp.code, 0, "{:?}", resp.remark);
+
+    // Sends are answered once stored; dispatch follows. A long poll waits
+    // for the consume queue to have all five.
+    let mut req = pull_req("RT", 0, 0, "*");
+    req.suspend = Some(Duration::from_secs(5));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let all = loop {
+        let r = sdk::pull(&c, &req).await.unwrap();
+        if r.max_offset == 5 && r.messages.len() == 5 {
+            break r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "five messages never became readable"
+        );
+    };
+    assert_eq!(all.code, 0);
+    let bodies: Vec<&[u8]> = all.messages.iter().map(|m| m.body.as_slice()).collect();
+    assert_eq!(bodies, vec![&b"a"[..], b"b", b"c", b"d", b"e"]);
+    assert_eq!(
+        (all.next_begin_offset, all.min_offset, all.max_offset),
+        (5, 0, 5)
+    );
+    let only_b = sdk::pull(&c, &pull_req("RT", 0, 0, "TagB")).await.unwrap();
+    let bodies: Vec<&[u8]> = only_b.messages.iter().map(|m| m.body.as_slice()).collect();
+    assert_eq!(bodies, vec![&b"b"[..], b"d", b"e"]);
+    let none = sdk::pull(&c, &pull_req("RT", 0, 5, "*")).await.unwrap();
+    assert_eq!(none.code, i32::from(ResponseCode::PullNotFound));
+    let moved = sdk::pull(&c, &pull_req("RT", 0, 50, "*")).await.unwrap();
+    assert_eq!(moved.code, i32::from(ResponseCode::PullOffsetMoved));
+
+    // Route lookup through the embedded NameServer sees the auto-created topic.
+    let ns = sdk::connect(broker.namesrv_addr().unwrap()).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let route = loop {
+        let resp = ns
+            .invoke(
+                sdk::request(RequestCode::GetRouteInfoByTopic, &[("topic", "RT".into())]),
+                sdk::DEFAULT_TIMEOUT,
+            )
+            .await
+            .unwrap();
+        if resp.code == 0 {
+            break resp;
+        }
+        assert!(Instant::now() < deadline, "route never appeared");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let json: serde_json::Value = serde_json::from_slice(route.body.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        json["brokerDatas"][0]["brokerAddrs"]["0"],
+        broker.addr().to_string()
+    );
+    assert_eq!(json["queueDatas"][0]["writeQueueNums"], 4);
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_pull_round_trip_file() {
+    send_pull_round_trip(CqBackend::File).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_pull_round_trip_rocksdb() {
+    send_pull_round_trip(CqBackend::Rocksdb).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_polling_wakes_on_arrival_and_times_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), CqBackend::File).await;
+    let c = sdk::connect(broker.addr()).await.unwrap();
+    sdk::send(&c, SendCode::V2, "p", "LP", 1, &[msg("first", "T")])
+        .await
+        .unwrap();
+    // Nothing new: answered PULL_NOT_FOUND once the suspend time has passed.
+    let mut req = pull_req("LP", 1, 1, "*");
+    req.suspend = Some(Duration::from_millis(400));
+    let started = Instant::now();
+    let r = sdk::pull(&c, &req).await.unwrap();
+    assert_eq!(r.code, i32::from(ResponseCode::PullNotFound));
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    assert!(started.elapsed() < Duration::from_millis(400) + LONG_POLL_SLACK);
+
+    // A held pull is answered as soon as a message arrives.
+    req.suspend = Some(Duration::from_secs(30));
+    let c2 = sdk::connect(broker.addr()).await.unwrap();
+    let held = tokio::spawn(async move {
+        let started = Instant::now();
+        (sdk::pull(&c2, &req).await.unwrap(), started.elapsed())
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    sdk::send(&c, SendCode::V2, "p", "LP", 1, &[msg("second", "T")])
+        .await
+        .unwrap();
+    let (r, waited) = tokio::time::timeout(LONG_POLL_SLACK, held)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.code, 0);
+    assert_eq!(r.messages[0].body, b"second");
+    assert!(waited < Duration::from_secs(30));
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offsets_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), CqBackend::Rocksdb).await;
+    let c = sdk::connect(broker.addr()).await.unwrap();
+    for i in 0..5 {
+        sdk::send(
+            &c,
+            SendCode::V2,
+            "p",
+            "Off",
+            0,
+            &[msg(&format!("m{i}"), "T")],
+        )
+        .await
+        .unwrap();
+    }
+    let update = sdk::request(
+        RequestCode::UpdateConsumerOffset,
+        &[
+            ("consumerGroup", "g1".into()),
+            ("topic", "Off".into()),
+            ("queueId", "0".into()),
+            ("commitOffset", "3".into()),
+        ],
+    );
+    sdk::call(&c, update).await.unwrap();
+    // A pull with the commit flag also stores progress (for queue 1: none yet).
+    let mut p = pull_req("Off", 0, 3, "*");
+    p.commit_offset = Some(4);
+    sdk::pull(&c, &p).await.unwrap();
+    let query = |q: i32| {
+        sdk::request(
+            RequestCode::QueryConsumerOffset,
+            &[
+                ("consumerGroup", "g1".into()),
+                ("topic", "Off".into()),
+                ("queueId", q.to_string()),
+            ],
+        )
+    };
+    assert_eq!(
+        sdk::call(&c, query(0))
+            .await
+            .unwrap()
+            .ext()
+            .req_i64("offset")
+            .unwrap(),
+        4
+    );
+    // Dispatch follows the append: the max offset reaches 5 shortly after.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let max = sdk::call(
+            &c,
+            sdk::request(
+                RequestCode::GetMaxOffset,
+                &[("topic", "Off".into()), ("queueId", "0".into())],
+            ),
+        )
+        .await
+        .unwrap();
+        if max.ext().req_i64("offset").unwrap() == 5 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "max offset never reached 5");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    c.close().await;
+    broker.shutdown().await;
+
+    let broker = start(dir.path(), CqBackend::Rocksdb).await;
+    let c = sdk::connect(broker.addr()).await.unwrap();
+    assert_eq!(
+        sdk::call(&c, query(0))
+            .await
+            .unwrap()
+            .ext()
+            .req_i64("offset")
+            .unwrap(),
+        4
+    );
+    // Nothing stored for queue 1 while its data starts at 0: SUCCESS with 0.
+    assert_eq!(
+        sdk::call(&c, query(1))
+            .await
+            .unwrap()
+            .ext()
+            .req_i64("offset")
+            .unwrap(),
+        0
+    );
+    let r = sdk::pull(&c, &pull_req("Off", 0, 4, "*")).await.unwrap();
+    assert_eq!(r.messages.len(), 1);
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_documented_outcomes_and_the_broker_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), CqBackend::File).await;
+    let good = sdk::connect(broker.addr()).await.unwrap();
+
+    // Garbage bytes: that connection is closed.
+    let mut raw = tokio::net::TcpStream::connect(broker.addr()).await.unwrap();
+    raw.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = [0u8; 16];
+    let n = tokio::time::timeout(Duration::from_secs(10), raw.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap_or(0);
+    assert_eq!(n, 0, "closed without an answer");
+
+    // A frame announcing more than 16 MiB: closed before it is buffered.
+    let mut raw = tokio::net::TcpStream::connect(broker.addr()).await.unwrap();
+    raw.write_all(&(17 * 1024 * 1024i32).to_be_bytes())
+        .await
+        .unwrap();
+    let n = tokio::time::timeout(Duration::from_secs(10), raw.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap_or(0);
+    assert_eq!(n, 0);
+
+    // Unknown code.
+    let resp = good
+        .invoke(RemotingCommand::request(9999), sdk::DEFAULT_TIMEOUT)
+        .await
+        .unwrap();
+    assert_eq!(resp.code, i32::from(ResponseCode::RequestCodeNotSupported));
+    assert!(resp.remark.unwrap_or_default().contains("9999"));
+
+    // Illegal topic.
+    let err = sdk::send(&good, SendCode::V2, "p", "bad/topic", 0, &[msg("x", "T")])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, sdk::SdkError::Refused { code: 1, ref remark } if remark.contains("bad/topic")),
+        "{err}"
+    );
+
+    // Oversized body.
+    let big = OutMessage {
+        body: vec![0u8; 1024 * 1024 + 1],
+        ..OutMessage::default()
+    };
+    let err = sdk::send(&good, SendCode::V2, "p", "Big", 0, &[big])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, sdk::SdkError::Refused { code: 13, .. }),
+        "{err}"
+    );
+
+    // A header field that is not a number.
+    let mut req = RemotingCommand::request(RequestCode::PullMessage);
+    req.put_ext("consumerGroup", "g");
+    req.put_ext("topic", "Big");
+    req.put_ext("queueId", "zero");
+    let resp = good.invoke(req, sdk::DEFAULT_TIMEOUT).await.unwrap();
+    assert_eq!(resp.code, i32::from(ResponseCode::SystemError));
+    assert!(resp.remark.unwrap_or_default().contains("queueId"));
+
+    // The good connection still works.
+    let r = sdk::send(&good, SendCode::V2, "p", "StillOk", 0, &[msg("y", "T")])
+        .await
+        .unwrap();
+    assert_eq!(r.queue_offset, 0);
+    broker.shutdown().await;
+}
