@@ -3,6 +3,7 @@
 //! processors and embedded NameServer.
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod broker;
 pub mod client;
 pub mod config;

@@ -53,6 +53,28 @@ pub fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand
                 .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
             Ok(success().with_body(body))
         }
+        RequestCode::GetBrokerConfig => {
+            // RocketMQ answers with the settings as `key=value` lines.
+            let mut lines = Vec::new();
+            for value in [
+                serde_json::to_value(&ctx.settings.broker),
+                serde_json::to_value(&ctx.settings.store),
+            ] {
+                let value =
+                    value.map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+                if let serde_json::Value::Object(map) = value {
+                    for (k, v) in map {
+                        let v = match v {
+                            serde_json::Value::String(s) => s,
+                            other => other.to_string(),
+                        };
+                        lines.push(format!("{k}={v}"));
+                    }
+                }
+            }
+            lines.sort();
+            Ok(success().with_body(lines.join("\n").into_bytes()))
+        }
         _ => Err(Refusal::new(
             ResponseCode::RequestCodeNotSupported,
             "not an admin request",

@@ -87,7 +87,9 @@ async fn dispatch(
         RequestCode::QueryMessage | RequestCode::ViewMessageById => {
             query::handle(ctx, code, req).await
         }
-        RequestCode::UpdateAndCreateTopic | RequestCode::GetAllTopicConfig => {
+        RequestCode::UpdateAndCreateTopic
+        | RequestCode::GetAllTopicConfig
+        | RequestCode::GetBrokerConfig => {
             admin::handle(ctx, code, req)
         }
         RequestCode::LockBatchMq | RequestCode::UnlockBatchMq => lock::handle(ctx, code, req),

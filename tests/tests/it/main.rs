@@ -2,6 +2,7 @@
 //! RocksDB statically, so there is only this one).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod admin_cli;
 mod broker_server;
 mod cq_conformance;
 mod cq_model;

@@ -1,0 +1,231 @@
+//! What `rmq-admin` does, as functions that return the text it prints, so
+//! the output is testable.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+
+use rmq_common::message::decode_offset_msg_id;
+use rmq_common::message::record::RecordView;
+use rmq_common::remoting::{RemotingCommand, RequestCode};
+
+use crate::namesrv::route::{ClusterInfo, TopicConfigSerializeWrapper};
+use crate::sdk::{self, SdkError};
+
+/// Creates or updates a topic on a broker.
+pub async fn topic_create(
+    broker: SocketAddr,
+    topic: &str,
+    queues: i32,
+    perm: i32,
+) -> Result<String, SdkError> {
+    let c = sdk::connect(broker).await?;
+    let req = sdk::request(
+        RequestCode::UpdateAndCreateTopic,
+        &[
+            ("topic", topic.to_owned()),
+            ("readQueueNums", queues.to_string()),
+            ("writeQueueNums", queues.to_string()),
+            ("perm", perm.to_string()),
+        ],
+    );
+    sdk::call(&c, req).await?;
+    Ok(format!(
+        "topic {topic} created with {queues} queues (perm {perm}) on {broker}\n"
+    ))
+}
+
+async fn topics(broker: SocketAddr) -> Result<TopicConfigSerializeWrapper, SdkError> {
+    let c = sdk::connect(broker).await?;
+    let resp = sdk::call(&c, RemotingCommand::request(RequestCode::GetAllTopicConfig)).await?;
+    serde_json::from_slice(resp.body.as_deref().unwrap_or_default())
+        .map_err(|e| SdkError::BadAnswer(e.to_string()))
+}
+
+/// Lists the broker's topics.
+pub async fn topic_list(broker: SocketAddr) -> Result<String, SdkError> {
+    let t = topics(broker).await?;
+    let mut out = format!(
+        "{:<40} {:>6} {:>6} {:>5}\n",
+        "TOPIC", "READ", "WRITE", "PERM"
+    );
+    for (name, c) in &t.topic_config_table {
+        let _ = writeln!(
+            out,
+            "{name:<40} {:>6} {:>6} {:>5}",
+            c.read_queue_nums, c.write_queue_nums, c.perm
+        );
+    }
+    Ok(out)
+}
+
+async fn queue_offset(
+    c: &crate::remoting::RemotingClient,
+    code: RequestCode,
+    topic: &str,
+    q: i32,
+) -> Result<i64, SdkError> {
+    let resp = sdk::call(
+        c,
+        sdk::request(
+            code,
+            &[("topic", topic.to_owned()), ("queueId", q.to_string())],
+        ),
+    )
+    .await?;
+    resp.ext()
+        .req_i64("offset")
+        .map_err(|e| SdkError::BadAnswer(e.to_string()))
+}
+
+async fn read_queues(broker: SocketAddr, topic: &str) -> Result<i32, SdkError> {
+    let t = topics(broker).await?;
+    t.topic_config_table
+        .get(topic)
+        .map(|c| c.read_queue_nums)
+        .ok_or_else(|| SdkError::BadAnswer(format!("topic {topic} does not exist on {broker}")))
+}
+
+/// Per-queue min and max offsets of a topic.
+pub async fn topic_status(broker: SocketAddr, topic: &str) -> Result<String, SdkError> {
+    let queues = read_queues(broker, topic).await?;
+    let c = sdk::connect(broker).await?;
+    let mut out = format!("{:>6} {:>14} {:>14}\n", "QUEUE", "MIN", "MAX");
+    for q in 0..queues {
+        let min = queue_offset(&c, RequestCode::GetMinOffset, topic, q).await?;
+        let max = queue_offset(&c, RequestCode::GetMaxOffset, topic, q).await?;
+        let _ = writeln!(out, "{q:>6} {min:>14} {max:>14}");
+    }
+    Ok(out)
+}
+
+/// A consumer group's progress and lag per queue of a topic.
+pub async fn consumer_progress(
+    broker: SocketAddr,
+    group: &str,
+    topic: &str,
+) -> Result<String, SdkError> {
+    let queues = read_queues(broker, topic).await?;
+    let c = sdk::connect(broker).await?;
+    let mut out = format!(
+        "{:>6} {:>14} {:>14} {:>10}\n",
+        "QUEUE", "BROKER_MAX", "CONSUMER", "LAG"
+    );
+    let mut total = 0;
+    for q in 0..queues {
+        let max = queue_offset(&c, RequestCode::GetMaxOffset, topic, q).await?;
+        let req = sdk::request(
+            RequestCode::QueryConsumerOffset,
+            &[
+                ("consumerGroup", group.to_owned()),
+                ("topic", topic.to_owned()),
+                ("queueId", q.to_string()),
+            ],
+        );
+        let resp = c.invoke(req, sdk::DEFAULT_TIMEOUT).await?;
+        let consumed = if resp.code == 0 {
+            resp.ext().req_i64("offset").unwrap_or(0)
+        } else {
+            0
+        };
+        let lag = (max - consumed).max(0);
+        total += lag;
+        let _ = writeln!(out, "{q:>6} {max:>14} {consumed:>14} {lag:>10}");
+    }
+    let _ = writeln!(out, "total lag: {total}");
+    Ok(out)
+}
+
+fn describe(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    let mut pos = 0;
+    while pos < bytes.len() {
+        match RecordView::parse(&bytes[pos..], true) {
+            Ok(v) => {
+                let _ = writeln!(
+                    out,
+                    "topic={} queue={} queueOffset={} commitLogOffset={} storeTimestamp={} keys={:?} tags={:?} body={:?}",
+                    v.topic(),
+                    v.queue_id(),
+                    v.queue_offset(),
+                    v.physical_offset(),
+                    v.store_timestamp(),
+                    v.property("KEYS").unwrap_or_default(),
+                    v.property("TAGS").unwrap_or_default(),
+                    String::from_utf8_lossy(&v.body()[..v.body().len().min(200)]),
+                );
+                pos += v.total_size();
+            }
+            Err(e) => {
+                let _ = writeln!(out, "undecodable record at byte {pos}: {e}");
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Messages of a topic with a key.
+pub async fn query_key(broker: SocketAddr, topic: &str, key: &str) -> Result<String, SdkError> {
+    let c = sdk::connect(broker).await?;
+    let req = sdk::request(
+        RequestCode::QueryMessage,
+        &[
+            ("topic", topic.to_owned()),
+            ("key", key.to_owned()),
+            ("maxNum", "32".into()),
+            ("beginTimestamp", "0".into()),
+            ("endTimestamp", i64::MAX.to_string()),
+        ],
+    );
+    let resp = sdk::call(&c, req).await?;
+    Ok(describe(resp.body.as_deref().unwrap_or_default()))
+}
+
+/// A message by its offsetMsgId (the broker address is in the id).
+pub async fn query_id(msg_id: &str) -> Result<String, SdkError> {
+    let (host, offset) =
+        decode_offset_msg_id(msg_id).map_err(|e| SdkError::BadAnswer(e.to_string()))?;
+    let c = sdk::connect(host).await?;
+    let resp = sdk::call(
+        &c,
+        sdk::request(
+            RequestCode::ViewMessageById,
+            &[("offset", offset.to_string())],
+        ),
+    )
+    .await?;
+    Ok(describe(resp.body.as_deref().unwrap_or_default()))
+}
+
+/// Brokers and clusters known to a NameServer.
+pub async fn cluster_list(namesrv: SocketAddr) -> Result<String, SdkError> {
+    let c = sdk::connect(namesrv).await?;
+    let resp = sdk::call(
+        &c,
+        RemotingCommand::request(RequestCode::GetBrokerClusterInfo),
+    )
+    .await?;
+    let info: ClusterInfo = serde_json::from_slice(resp.body.as_deref().unwrap_or_default())
+        .map_err(|e| SdkError::BadAnswer(e.to_string()))?;
+    let mut out = format!(
+        "{:<20} {:<20} {:>4} {}\n",
+        "CLUSTER", "BROKER", "ID", "ADDRESS"
+    );
+    for (cluster, names) in &info.cluster_addr_table {
+        for name in names {
+            if let Some(b) = info.broker_addr_table.get(name) {
+                for (id, addr) in &b.broker_addrs {
+                    let _ = writeln!(out, "{cluster:<20} {name:<20} {id:>4} {addr}");
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The broker's effective configuration.
+pub async fn broker_config(broker: SocketAddr) -> Result<String, SdkError> {
+    let c = sdk::connect(broker).await?;
+    let resp = sdk::call(&c, RemotingCommand::request(RequestCode::GetBrokerConfig)).await?;
+    Ok(String::from_utf8_lossy(resp.body.as_deref().unwrap_or_default()).into_owned() + "\n")
+}

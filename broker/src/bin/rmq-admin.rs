@@ -1,0 +1,105 @@
+//! `rmq-admin`: topics, consumer progress, message queries, cluster and
+//! broker config over the remoting protocol.
+
+use std::net::SocketAddr;
+
+use clap::{Parser, Subcommand};
+use rmq_broker::admin;
+
+/// Administer an rmq broker and NameServer.
+#[derive(Debug, Parser)]
+#[command(name = "rmq-admin", version)]
+struct Args {
+    /// Broker address.
+    #[arg(long, default_value = "127.0.0.1:10911", global = true)]
+    broker: SocketAddr,
+    /// NameServer address.
+    #[arg(long, default_value = "127.0.0.1:9876", global = true)]
+    namesrv: SocketAddr,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Topics.
+    #[command(subcommand)]
+    Topic(TopicCmd),
+    /// Consumer progress of a group on a topic, with per-queue lag.
+    Progress {
+        /// Consumer group.
+        #[arg(long)]
+        group: String,
+        /// Topic.
+        #[arg(long)]
+        topic: String,
+    },
+    /// Messages by key (`--topic T --key K`) or by offsetMsgId (`--id ID`).
+    Query {
+        /// Topic (with --key).
+        #[arg(long)]
+        topic: Option<String>,
+        /// Key.
+        #[arg(long)]
+        key: Option<String>,
+        /// offsetMsgId.
+        #[arg(long)]
+        id: Option<String>,
+    },
+    /// Brokers registered with the NameServer.
+    Cluster,
+    /// The broker's effective configuration.
+    Config,
+}
+
+#[derive(Debug, Subcommand)]
+enum TopicCmd {
+    /// Create or update a topic.
+    Create {
+        /// Topic.
+        #[arg(long)]
+        topic: String,
+        /// Read and write queues.
+        #[arg(long, default_value_t = 8)]
+        queues: i32,
+        /// Permission bits (6 = read + write).
+        #[arg(long, default_value_t = 6)]
+        perm: i32,
+    },
+    /// List topics.
+    List,
+    /// Per-queue min and max offsets.
+    Status {
+        /// Topic.
+        #[arg(long)]
+        topic: String,
+    },
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let out = match args.cmd {
+        Cmd::Topic(TopicCmd::Create {
+            topic,
+            queues,
+            perm,
+        }) => admin::topic_create(args.broker, &topic, queues, perm).await?,
+        Cmd::Topic(TopicCmd::List) => admin::topic_list(args.broker).await?,
+        Cmd::Topic(TopicCmd::Status { topic }) => admin::topic_status(args.broker, &topic).await?,
+        Cmd::Progress { group, topic } => {
+            admin::consumer_progress(args.broker, &group, &topic).await?
+        }
+        Cmd::Query { id: Some(id), .. } => admin::query_id(&id).await?,
+        Cmd::Query {
+            topic: Some(topic),
+            key: Some(key),
+            ..
+        } => admin::query_key(args.broker, &topic, &key).await?,
+        Cmd::Query { .. } => anyhow::bail!("query needs --id, or --topic and --key"),
+        Cmd::Cluster => admin::cluster_list(args.namesrv).await?,
+        Cmd::Config => admin::broker_config(args.broker).await?,
+    };
+    print!("{out}");
+    Ok(())
+}

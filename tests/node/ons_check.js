@@ -1,0 +1,359 @@
+#!/usr/bin/env node
+// Real-client check: the stock `ali-ons` RocketMQ 4.x client (pure
+// JavaScript) against our broker, on 127.0.0.1 only.
+//
+//   node ons_check.js --namesrv 127.0.0.1:PORT --phase 1|2 --topic T --group G
+//
+// Phase 1 sends 1,000 messages (TagA/TagB alternating, distinct keys and
+// bodies, a few above 4 KiB so the client zlib-compresses them) to a topic
+// that does not exist yet, so the broker creates it on the first send. Then a
+// consumer of group G subscribed to `TagA` must receive exactly the 500 TagA
+// messages (right bodies and keys, no TagB, no duplicates); it is closed
+// cleanly so its offsets are committed.
+// Phase 2 (after a broker restart) sends 100 more (50 TagA) and the same group
+// must receive exactly the 50 new TagA messages and none of the first 500.
+//
+// Prints one JSON summary line on stdout; diagnostics go to stderr.
+// Exit codes: 0 success, 1 check failed, 2 bad arguments, 3 a step timed out.
+'use strict';
+
+const { Producer, Consumer, Message } = require('ali-ons');
+
+// ---- Bounds (every wait in this script is one of these) --------------------
+/** Starting a producer or consumer (route lookup, first connections). */
+const START_TIMEOUT_MS = 30_000;
+/** Sending all the messages of a phase. */
+const SEND_ALL_TIMEOUT_MS = 120_000;
+/** Receiving all the expected messages once the consumer started. */
+const RECEIVE_TIMEOUT_MS = 90_000;
+/** After the expected messages: watch for duplicates/TagB in phase 1. */
+const PHASE1_GRACE_MS = 3_000;
+/** After the expected messages: watch for old (phase-1) messages in phase 2. */
+const PHASE2_GRACE_MS = 5_000;
+/** Closing the producer or consumer (offset commit, unregister). */
+const CLOSE_TIMEOUT_MS = 20_000;
+/** Watchdog over the whole run. */
+const OVERALL_TIMEOUT_MS = 300_000;
+/** How often the receive loop looks at what arrived. */
+const POLL_INTERVAL_MS = 100;
+
+const PHASE1_COUNT = 1000;
+const PHASE2_COUNT = 100;
+/** Every LARGE_EVERY-th message gets a body above the client's 4 KiB compression threshold. */
+const LARGE_EVERY = 100;
+const LARGE_BODY_BYTES = 6 * 1024;
+/** The client's default queue count for a topic it creates. */
+const QUEUE_SPREAD = 4;
+/** ali-ons' response code for TOPIC_NOT_EXIST. */
+const TOPIC_NOT_EXIST = 17;
+
+const EXIT_OK = 0;
+const EXIT_CHECK_FAILED = 1;
+const EXIT_USAGE = 2;
+const EXIT_TIMEOUT = 3;
+
+class CheckError extends Error {}
+class StepTimeout extends Error {}
+
+const verbose = process.env.ONS_CHECK_VERBOSE === '1';
+const clientErrors = [];
+
+function log(...args) {
+  console.error(`[ons_check ${new Date().toISOString()}]`, ...args);
+}
+
+// The client logs through this; warnings and errors always go to stderr.
+const logger = {
+  debug(...args) { if (verbose) console.error('[ali-ons debug]', ...args); },
+  info(...args) { if (verbose) console.error('[ali-ons info]', ...args); },
+  warn(...args) { console.error('[ali-ons warn]', ...args); },
+  error(...args) { console.error('[ali-ons error]', ...args); },
+};
+
+// Only used by ali-ons to look up cloud NameServer addresses; with `nameSrv`
+// set it is never called, and it must never reach the network.
+const httpclient = {
+  request(url) {
+    return Promise.reject(new Error(`ons_check: no HTTP allowed (asked for ${url})`));
+  },
+};
+
+function usage(msg) {
+  console.error(`ons_check: ${msg}`);
+  console.error('usage: node ons_check.js --namesrv 127.0.0.1:PORT --phase 1|2 --topic T --group G');
+  process.exit(EXIT_USAGE);
+}
+
+function parseArgs(argv) {
+  const out = {};
+  for (let i = 0; i < argv.length; i += 2) {
+    const name = argv[i];
+    const value = argv[i + 1];
+    if (!name.startsWith('--') || value === undefined) usage(`bad argument near ${name}`);
+    out[name.slice(2)] = value;
+  }
+  for (const k of [ 'namesrv', 'phase', 'topic', 'group' ]) {
+    if (!out[k]) usage(`--${k} is required`);
+  }
+  if (!/^127\.0\.0\.1:\d{1,5}$/.test(out.namesrv)) usage('--namesrv must be 127.0.0.1:PORT');
+  if (out.phase !== '1' && out.phase !== '2') usage('--phase must be 1 or 2');
+  if (!/^[a-zA-Z0-9_-]+$/.test(out.topic)) usage('--topic must match [a-zA-Z0-9_-]+');
+  if (!/^[a-zA-Z0-9_-]+$/.test(out.group)) usage('--group must match [a-zA-Z0-9_-]+');
+  return { namesrv: out.namesrv, phase: Number(out.phase), topic: out.topic, group: out.group };
+}
+
+function withTimeout(promise, ms, step) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new StepTimeout(`${step} did not finish within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
+
+/** The messages of a phase: key, tag and body of each. */
+function plan(phase, count) {
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    // TagA/TagB alternate; the pair order flips every QUEUE_SPREAD messages
+    // so that the client's round-robin over 4 queues still puts both tags,
+    // interleaved, into every queue (plain alternation would give queues
+    // holding only TagA and queues holding only TagB).
+    const tag = (i + Math.floor(i / QUEUE_SPREAD)) % 2 === 0 ? 'TagA' : 'TagB';
+    const key = `p${phase}-${String(i).padStart(4, '0')}`;
+    let body = `ons-check phase ${phase} message ${i} ${tag} ${key}`;
+    if (i % LARGE_EVERY === 7) {
+      body = (body + ' ').repeat(Math.ceil(LARGE_BODY_BYTES / (body.length + 1))).slice(0, LARGE_BODY_BYTES);
+    }
+    out.push({ key, tag, body });
+  }
+  return out;
+}
+
+function clientOptions(args, extra) {
+  return Object.assign({ nameSrv: args.namesrv, httpclient, logger }, extra);
+}
+
+function recordError(source, err) {
+  const entry = { source, name: err && err.name, code: err && err.code, message: String(err && err.message).slice(0, 300) };
+  clientErrors.push(entry);
+  log(`client error from ${source}:`, entry.message);
+}
+
+/**
+ * Sends one message. ali-ons cannot send to a topic the NameServer does not
+ * know: its first route lookup throws TOPIC_NOT_EXIST (a known client
+ * limitation, ali-sdk/ali-ons#90), where the Java client falls back to the
+ * route of the auto-create topic TBW102. We do that fallback with the
+ * client's own call, once, and retry: the send then carries
+ * defaultTopic=TBW102 and the broker creates the topic on it.
+ */
+async function sendOne(producer, state, item, topic) {
+  const msg = new Message(topic, item.tag, item.body);
+  msg.keys = [ item.key ];
+  try {
+    return await producer.send(msg);
+  } catch (err) {
+    if (err.code !== TOPIC_NOT_EXIST || state.bootstrapped) throw err;
+    state.bootstrapped = true;
+    log(`topic ${topic} has no route yet (TOPIC_NOT_EXIST): using the TBW102 route, as the Java client does`);
+    await producer._mqClient.updateTopicRouteInfoFromNameServer(topic, true, producer);
+    const again = new Message(topic, item.tag, item.body);
+    again.keys = [ item.key ];
+    return await producer.send(again);
+  }
+}
+
+async function sendPhase(args, items) {
+  const producer = new Producer(clientOptions(args, { producerGroup: `${args.group}-producer` }));
+  producer.on('error', err => recordError('producer', err));
+  await withTimeout(producer.ready(), START_TIMEOUT_MS, 'producer start');
+  const state = { bootstrapped: false };
+  const byQueue = {};
+  const started = Date.now();
+  await withTimeout((async () => {
+    for (const item of items) {
+      const r = await sendOne(producer, state, item, args.topic);
+      if (r.sendStatus !== 'SEND_OK') {
+        throw new CheckError(`send of ${item.key} returned ${r.sendStatus}`);
+      }
+      const q = r.messageQueue.queueId;
+      byQueue[q] = (byQueue[q] || 0) + 1;
+    }
+  })(), SEND_ALL_TIMEOUT_MS, `sending ${items.length} messages`);
+  const sendMs = Date.now() - started;
+  const addrs = channelAddrs(producer._mqClient);
+  await withTimeout(producer.close(), CLOSE_TIMEOUT_MS, 'producer close');
+  return { sendMs, byQueue, bootstrapped: state.bootstrapped, addrs };
+}
+
+function channelAddrs(mqClient) {
+  return Array.from((mqClient && mqClient._channels && mqClient._channels.keys()) || []);
+}
+
+async function consumePhase(args, expected, oldKeys, graceMs) {
+  const received = [];
+  const consumer = new Consumer(clientOptions(args, {
+    consumerGroup: args.group,
+    // A new group starts at the head of the queues; a known group continues
+    // from its committed offsets (which is what phase 2 checks).
+    consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET',
+  }));
+  consumer.on('error', err => recordError('consumer', err));
+  const started = Date.now();
+  consumer.subscribe(args.topic, 'TagA', async msg => {
+    received.push({
+      key: msg.keys,
+      tag: msg.tags,
+      body: msg.body ? msg.body.toString() : '',
+      topic: msg.topic,
+      queueId: msg.queueId,
+      queueOffset: msg.queueOffset,
+      reconsumeTimes: msg.reconsumeTimes,
+    });
+  });
+  await withTimeout(consumer.ready(), START_TIMEOUT_MS, 'consumer start');
+
+  const deadline = started + RECEIVE_TIMEOUT_MS;
+  while (received.length < expected.size && Date.now() < deadline) {
+    await sleep(POLL_INTERVAL_MS);
+  }
+  const receiveMs = Date.now() - started;
+  const timedOut = received.length < expected.size;
+  if (!timedOut) await sleep(graceMs);
+
+  const addrs = channelAddrs(consumer._mqClient);
+  const closeStarted = Date.now();
+  await withTimeout(consumer.close(), CLOSE_TIMEOUT_MS, 'consumer close');
+  const closeMs = Date.now() - closeStarted;
+
+  // Verdict.
+  const problems = [];
+  const seen = new Map();
+  let duplicates = 0;
+  let old = 0;
+  let unexpected = 0;
+  for (const m of received) {
+    if (seen.has(m.key)) {
+      duplicates++;
+      problems.push(`duplicate delivery of ${m.key} (queue ${m.queueId} offset ${m.queueOffset})`);
+      continue;
+    }
+    seen.set(m.key, m);
+    const want = expected.get(m.key);
+    if (!want) {
+      if (oldKeys.has(m.key)) {
+        old++;
+        problems.push(`old message ${m.key} delivered again (queue ${m.queueId} offset ${m.queueOffset})`);
+      } else {
+        unexpected++;
+        problems.push(`unexpected message key=${m.key} tag=${m.tag} (queue ${m.queueId} offset ${m.queueOffset})`);
+      }
+      continue;
+    }
+    if (m.tag !== 'TagA') problems.push(`${m.key} arrived with tag ${m.tag}`);
+    if (m.topic !== args.topic) problems.push(`${m.key} arrived with topic ${m.topic}`);
+    if (m.body !== want.body) problems.push(`${m.key} has a wrong body (${m.body.length} bytes, want ${want.body.length})`);
+  }
+  const missing = [];
+  for (const key of expected.keys()) {
+    if (!seen.has(key)) missing.push(key);
+  }
+  if (missing.length) {
+    problems.push(`${missing.length} of ${expected.size} expected messages never arrived within ` +
+      `${RECEIVE_TIMEOUT_MS} ms (first: ${missing.slice(0, 5).join(', ')})`);
+  }
+  const byQueue = {};
+  for (const m of received) byQueue[m.queueId] = (byQueue[m.queueId] || 0) + 1;
+  return {
+    received: received.length, distinct: seen.size, duplicates, old, unexpected, missing: missing.length,
+    byQueue, receiveMs, closeMs, problems, addrs,
+  };
+}
+
+async function closeInnerProducer() {
+  // ali-ons starts a shared inner producer (for send-back) with every client.
+  const inner = Producer.defaultProducer;
+  if (inner) {
+    Producer.defaultProducer = null;
+    await withTimeout(inner.close(), CLOSE_TIMEOUT_MS, 'inner producer close');
+  }
+}
+
+async function run(args) {
+  const t0 = Date.now();
+  const phase1 = plan(1, PHASE1_COUNT);
+  const phase2 = plan(2, PHASE2_COUNT);
+  const items = args.phase === 1 ? phase1 : phase2;
+  const expected = new Map(items.filter(i => i.tag === 'TagA').map(i => [ i.key, i ]));
+  const oldKeys = new Set(args.phase === 2 ? phase1.map(i => i.key) : []);
+
+  log(`phase ${args.phase}: sending ${items.length} messages to ${args.topic} via ${args.namesrv}`);
+  const sent = await sendPhase(args, items);
+  log(`phase ${args.phase}: sent in ${sent.sendMs} ms, by queue ${JSON.stringify(sent.byQueue)}`);
+
+  log(`phase ${args.phase}: consuming as ${args.group}, TagA only, expecting ${expected.size}`);
+  const got = await consumePhase(args, expected, oldKeys, args.phase === 1 ? PHASE1_GRACE_MS : PHASE2_GRACE_MS);
+  await closeInnerProducer();
+
+  const problems = got.problems.slice();
+  if (args.phase === 1 && Object.keys(sent.byQueue).length < 2) {
+    problems.push(`all messages went to one queue (${JSON.stringify(sent.byQueue)}); expected several`);
+  }
+  const foreign = sent.addrs.concat(got.addrs).filter(a => !a.startsWith('127.0.0.1:'));
+  if (foreign.length) problems.push(`the client connected beyond 127.0.0.1: ${foreign.join(', ')}`);
+
+  const summary = {
+    phase: args.phase,
+    ok: problems.length === 0,
+    topic: args.topic,
+    group: args.group,
+    sent: items.length,
+    sentByQueue: sent.byQueue,
+    topicBootstrappedFromTBW102: sent.bootstrapped,
+    expected: expected.size,
+    received: got.received,
+    distinct: got.distinct,
+    duplicates: got.duplicates,
+    oldRedelivered: got.old,
+    unexpected: got.unexpected,
+    missing: got.missing,
+    receivedByQueue: got.byQueue,
+    clientErrors: clientErrors.length,
+    timingsMs: { send: sent.sendMs, receive: got.receiveMs, consumerClose: got.closeMs, total: Date.now() - t0 },
+    problems: problems.slice(0, 20),
+  };
+  console.log(JSON.stringify(summary));
+  if (clientErrors.length) log(`client errors (not fatal by themselves): ${JSON.stringify(clientErrors.slice(0, 20))}`);
+  if (problems.length) {
+    log(`FAILED: ${problems.length} problem(s):\n  ${problems.slice(0, 20).join('\n  ')}`);
+    return EXIT_CHECK_FAILED;
+  }
+  log(`phase ${args.phase}: OK`);
+  return EXIT_OK;
+}
+
+function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const watchdog = setTimeout(() => {
+    console.log(JSON.stringify({ phase: args.phase, ok: false, problems: [ `watchdog: the run exceeded ${OVERALL_TIMEOUT_MS} ms` ] }));
+    log(`FAILED: the whole run exceeded ${OVERALL_TIMEOUT_MS} ms`);
+    process.exit(EXIT_TIMEOUT);
+  }, OVERALL_TIMEOUT_MS);
+  watchdog.unref();
+  run(args).then(code => {
+    // The client keeps scheduled tasks alive; exit explicitly.
+    process.exit(code);
+  }, err => {
+    const timeout = err instanceof StepTimeout;
+    console.log(JSON.stringify({ phase: args.phase, ok: false, problems: [ String(err && err.message) ] }));
+    log(`FAILED: ${timeout ? 'timeout' : 'error'}: ${err && err.stack}`);
+    if (clientErrors.length) log(`client errors: ${JSON.stringify(clientErrors.slice(0, 20))}`);
+    process.exit(timeout ? EXIT_TIMEOUT : EXIT_CHECK_FAILED);
+  });
+}
+
+main();
