@@ -23,7 +23,7 @@ const { Producer, Consumer, Message } = require('ali-ons');
 /** Starting a producer or consumer (route lookup, first connections). */
 const START_TIMEOUT_MS = 30_000;
 /** Sending all the messages of a phase. */
-const SEND_ALL_TIMEOUT_MS = 120_000;
+const SEND_ALL_TIMEOUT_MS = 60_000;
 /** Receiving all the expected messages once the consumer started. */
 const RECEIVE_TIMEOUT_MS = 90_000;
 /** After the expected messages: watch for duplicates/TagB in phase 1. */
@@ -33,7 +33,7 @@ const PHASE2_GRACE_MS = 5_000;
 /** Closing the producer or consumer (offset commit, unregister). */
 const CLOSE_TIMEOUT_MS = 20_000;
 /** Watchdog over the whole run. */
-const OVERALL_TIMEOUT_MS = 300_000;
+const OVERALL_TIMEOUT_MS = 180_000;
 /** How often the receive loop looks at what arrived. */
 const POLL_INTERVAL_MS = 100;
 

@@ -7,7 +7,9 @@ pub mod route;
 pub mod service;
 
 pub use processor::NameServerHandler;
-pub use register::{BrokerRegistrar, NameServerError, RegisterError, RegistrationProvider};
+pub use register::{
+    BrokerRegistrar, NameServerError, RegisterError, RegistrationProvider, DEFAULT_REGISTER_PERIOD,
+};
 pub use route::{
     BrokerData, BrokerIdentity, ClusterInfo, DataVersion, QueueData, RegisterBrokerBody,
     RouteInfoManager, TopicConfigSerializeWrapper, TopicRouteData,

@@ -136,9 +136,10 @@ impl std::fmt::Debug for BrokerRegistrar {
 
 impl BrokerRegistrar {
     /// Starts the registration task on `tracker`: it registers with every
-    /// address in `namesrv_addrs` at once, then every `period` and on each
+    /// address in `namesrv_addrs` at once, then again `period` after each
+    /// pass (see [`DEFAULT_REGISTER_PERIOD`]) and at once on each
     /// [`BrokerRegistrar::trigger`], until `cancel`; then it sends
-    /// UNREGISTER_BROKER (best effort) and stops.
+    /// UNREGISTER_BROKER (best effort, [`UNREGISTER_TIMEOUT`]) and stops.
     pub fn start(
         namesrv_addrs: Vec<SocketAddr>,
         provider: RegistrationProvider,

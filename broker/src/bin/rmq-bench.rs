@@ -1,0 +1,191 @@
+//! `rmq-bench`: load over the real protocol with the broker's own client.
+//!
+//! * `rmq-bench produce --broker ADDR`: concurrent producers against a
+//!   running broker; prints send rate and latency percentiles.
+//! * `rmq-bench local`: starts a broker per (backend, flushDiskType) in
+//!   turn on fresh temporary stores, runs the same load against each, and
+//!   prints them side by side with ratios to the first row.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use clap::{Args as ClapArgs, Parser, Subcommand};
+use rmq_broker::broker::Broker;
+use rmq_broker::config::{BrokerConfig, Settings};
+use rmq_broker::sdk::{self, OutMessage, SendCode};
+use rmq_common::config::CqBackend;
+use rmq_common::{FlushDiskType, StoreConfig};
+
+#[derive(Debug, Parser)]
+#[command(name = "rmq-bench", version)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Load a running broker.
+    Produce {
+        /// Broker address.
+        #[arg(long, default_value = "127.0.0.1:10911")]
+        broker: SocketAddr,
+        #[command(flatten)]
+        load: Load,
+    },
+    /// Start brokers locally (file/rocksdb x ASYNC/SYNC) and compare.
+    Local {
+        #[command(flatten)]
+        load: Load,
+    },
+}
+
+/// The load shape.
+#[derive(Debug, Clone, ClapArgs)]
+struct Load {
+    /// Concurrent producers (one connection each).
+    #[arg(long, default_value_t = 4)]
+    producers: usize,
+    /// Messages in all.
+    #[arg(long, default_value_t = 100_000)]
+    messages: usize,
+    /// Body size in bytes.
+    #[arg(long, default_value_t = 1024)]
+    size: usize,
+    /// Topic.
+    #[arg(long, default_value = "BenchTopic")]
+    topic: String,
+    /// Queues the producers spread over.
+    #[arg(long, default_value_t = 8)]
+    queues: i32,
+}
+
+#[derive(Debug, Clone)]
+struct Report {
+    rate: f64,
+    p50_us: u64,
+    p99_us: u64,
+    p999_us: u64,
+    errors: usize,
+}
+
+async fn produce(addr: SocketAddr, load: &Load) -> anyhow::Result<Report> {
+    rmq_broker::admin::topic_create(addr, &load.topic, load.queues, 6).await?;
+    let per = load.messages.div_ceil(load.producers);
+    let body = vec![b'x'; load.size];
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for p in 0..load.producers {
+        let (load, body) = (load.clone(), body.clone());
+        tasks.push(tokio::spawn(async move {
+            let c = sdk::connect(addr).await?;
+            let mut lat = Vec::with_capacity(per);
+            let mut errors = 0;
+            for i in 0..per {
+                let m = OutMessage {
+                    body: body.clone(),
+                    tags: Some("TagA".into()),
+                    ..OutMessage::default()
+                };
+                let q = ((p + i) % load.queues as usize) as i32;
+                let t = Instant::now();
+                match sdk::send(&c, SendCode::V2, "bench", &load.topic, q, &[m]).await {
+                    Ok(r) if r.code == 0 => lat.push(t.elapsed().as_micros() as u64),
+                    _ => errors += 1,
+                }
+            }
+            anyhow::Ok((lat, errors))
+        }));
+    }
+    let mut lat = Vec::new();
+    let mut errors = 0;
+    for t in tasks {
+        let (l, e) = t.await??;
+        lat.extend(l);
+        errors += e;
+    }
+    let elapsed = started.elapsed();
+    lat.sort_unstable();
+    let pct = |p: f64| {
+        lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0)
+    };
+    Ok(Report {
+        rate: lat.len() as f64 / elapsed.as_secs_f64(),
+        p50_us: pct(0.50),
+        p99_us: pct(0.99),
+        p999_us: pct(0.999),
+        errors,
+    })
+}
+
+async fn local(load: &Load) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
+    for flush in [FlushDiskType::AsyncFlush, FlushDiskType::SyncFlush] {
+        for backend in [CqBackend::File, CqBackend::Rocksdb] {
+            let dir = tempfile::tempdir()?;
+            let settings = Settings {
+                broker: BrokerConfig {
+                    listen_port: 0,
+                    namesrv_listen_port: -1,
+                    metrics_port: -1,
+                    ..BrokerConfig::default()
+                },
+                store: StoreConfig {
+                    consume_queue_store: backend,
+                    flush_disk_type: flush,
+                    ..StoreConfig::with_root(dir.path())
+                },
+            };
+            let broker = Broker::start(settings).await?;
+            let report = produce(broker.addr(), load).await?;
+            broker.shutdown().await;
+            rows.push((flush, backend, report));
+        }
+    }
+    println!(
+        "{} producers, {} messages of {} bytes over {} queues",
+        load.producers, load.messages, load.size, load.queues
+    );
+    println!(
+        "{:<12} {:<8} {:>12} {:>9} {:>9} {:>9} {:>9} {:>7}",
+        "flush", "backend", "msgs/s", "p50 us", "p99 us", "p999 us", "errors", "ratio"
+    );
+    for (flush, backend, r) in &rows {
+        let base = rows
+            .iter()
+            .find(|(f, b, _)| f == flush && *b == CqBackend::File)
+            .map(|(_, _, r)| r.rate)
+            .unwrap_or(r.rate);
+        println!(
+            "{:<12} {:<8} {:>12.0} {:>9} {:>9} {:>9} {:>9} {:>7.2}",
+            format!("{flush:?}"),
+            backend.as_str(),
+            r.rate,
+            r.p50_us,
+            r.p99_us,
+            r.p999_us,
+            r.errors,
+            r.rate / base
+        );
+    }
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        match cli.cmd {
+            Cmd::Produce { broker, load } => {
+                let r = produce(broker, &load).await?;
+                println!("{r:?}");
+                Ok(())
+            }
+            Cmd::Local { load } => local(&load).await,
+        }
+    })
+}

@@ -1,0 +1,196 @@
+//! A stock RocketMQ client against the broker: the npm package `ali-ons`
+//! (pure JavaScript, RocketMQ 4.x protocol) runs `tests/node/ons_check.js`
+//! against an in-process broker, across a broker restart on the same store.
+//!
+//! Needs `node` and the pinned client: `npm ci --prefix tests/node`.
+//! `RUST_LOG=debug` shows the broker's logs; `ONS_CHECK_VERBOSE=1` the
+//! client's.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rmq_broker::broker::Broker;
+use rmq_common::config::CqBackend;
+use rmq_tests::broker_settings;
+
+/// Longest one phase of the script may run before it is killed (the script
+/// bounds itself at 180 s and reports; this is the backstop).
+const PHASE_TIMEOUT: Duration = Duration::from_secs(240);
+/// How often the test looks whether the script has exited.
+const CHILD_POLL: Duration = Duration::from_millis(50);
+/// Longest `node --version` may take.
+const NODE_PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+
+const SETUP_HINT: &str = "run `npm ci --prefix tests/node` (needs node and npm) before this test";
+
+fn node_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("node")
+}
+
+/// What one run of the script left.
+struct Outcome {
+    status: Option<std::process::ExitStatus>,
+    elapsed: Duration,
+    stdout: String,
+    stderr: String,
+}
+
+impl Outcome {
+    fn report(&self, what: &str) -> String {
+        let status = match self.status {
+            Some(s) => format!("exited with {s}"),
+            None => format!("was killed after {PHASE_TIMEOUT:?} (timeout)"),
+        };
+        format!(
+            "{what} {status} after {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.elapsed, self.stdout, self.stderr
+        )
+    }
+
+    fn succeeded(&self) -> bool {
+        self.status.is_some_and(|s| s.success())
+    }
+}
+
+/// Runs `node <args>` in `tests/node`, output to files under `out_dir`,
+/// killed after `timeout`. Blocking: call it from `spawn_blocking`.
+fn run_node(args: &[String], out_dir: &Path, tag: &str, timeout: Duration) -> Outcome {
+    let out_path = out_dir.join(format!("{tag}.stdout"));
+    let err_path = out_dir.join(format!("{tag}.stderr"));
+    let started = Instant::now();
+    let spawned = Command::new("node")
+        .args(args)
+        .current_dir(node_dir())
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => panic!("cannot start `node`: {e}; {SETUP_HINT}"),
+    };
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if started.elapsed() >= timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(CHILD_POLL);
+    };
+    Outcome {
+        status,
+        elapsed: started.elapsed(),
+        stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
+    }
+}
+
+/// Fails (never skips) when node or the pinned client is missing.
+fn require_node_and_client() {
+    let probe = tempfile::tempdir().unwrap();
+    let out = run_node(
+        &["--version".to_owned()],
+        probe.path(),
+        "version",
+        NODE_PROBE_TIMEOUT,
+    );
+    assert!(
+        out.succeeded(),
+        "`node --version` failed; {SETUP_HINT}\n{}",
+        out.report("node --version")
+    );
+    let client = node_dir().join("node_modules").join("ali-ons");
+    assert!(
+        client.join("package.json").is_file(),
+        "{} is missing; {SETUP_HINT}",
+        client.display()
+    );
+}
+
+async fn run_phase(
+    phase: u8,
+    namesrv: std::net::SocketAddr,
+    topic: &str,
+    group: &str,
+    out_dir: &Path,
+) -> Outcome {
+    assert!(namesrv.ip().is_loopback(), "NameServer on {namesrv}");
+    let args: Vec<String> = [
+        "ons_check.js",
+        "--namesrv",
+        &namesrv.to_string(),
+        "--phase",
+        &phase.to_string(),
+        "--topic",
+        topic,
+        "--group",
+        group,
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    let dir = out_dir.to_path_buf();
+    let tag = format!("phase{phase}");
+    tokio::task::spawn_blocking(move || run_node(&args, &dir, &tag, PHASE_TIMEOUT))
+        .await
+        .unwrap()
+}
+
+async fn ali_ons_survives_restart(backend: CqBackend) {
+    if std::env::var_os("RUST_LOG").is_some() {
+        rmq_broker::logging::init();
+    }
+    require_node_and_client();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let topic = format!("OnsCheck_{backend}");
+    let group = format!("OnsCheckGroup_{backend}");
+
+    let broker = Broker::start(broker_settings(&root, backend))
+        .await
+        .unwrap();
+    let ns = broker.namesrv_addr().expect("embedded NameServer");
+    let first = run_phase(1, ns, &topic, &group, &out_dir).await;
+    let t = Instant::now();
+    broker.shutdown().await;
+    let first_shutdown = t.elapsed();
+    assert!(
+        first.succeeded(),
+        "{}",
+        first.report(&format!("phase 1 ({backend})"))
+    );
+
+    let broker = Broker::start(broker_settings(&root, backend))
+        .await
+        .unwrap();
+    let ns = broker.namesrv_addr().expect("embedded NameServer");
+    let second = run_phase(2, ns, &topic, &group, &out_dir).await;
+    let t = Instant::now();
+    broker.shutdown().await;
+    let second_shutdown = t.elapsed();
+    assert!(
+        second.succeeded(),
+        "{}",
+        second.report(&format!("phase 2 ({backend})"))
+    );
+    eprintln!(
+        "ali-ons {backend}: phase 1 {:?}, shutdown {first_shutdown:?}, phase 2 {:?}, shutdown {second_shutdown:?}\n{}{}",
+        first.elapsed, second.elapsed, first.stdout, second.stdout
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ali_ons_send_filter_consume_restart_file() {
+    ali_ons_survives_restart(CqBackend::File).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ali_ons_send_filter_consume_restart_rocksdb() {
+    ali_ons_survives_restart(CqBackend::Rocksdb).await;
+}
