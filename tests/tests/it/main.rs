@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod admin_cli;
+mod broker_clients;
 mod broker_server;
 mod cq_conformance;
 mod cq_model;
