@@ -9,25 +9,61 @@ pub mod pull;
 pub mod query;
 pub mod send;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
+use parking_lot::Mutex;
 use rmq_common::remoting::{HeaderError, RemotingCommand, RequestCode, ResponseCode};
+use tokio_util::sync::CancellationToken;
 
 use crate::context::BrokerContext;
-use crate::remoting::{Connection, RequestHandler};
+use crate::remoting::{ConnId, Connection, RequestHandler};
 
 /// The broker's request handler.
 #[derive(Debug)]
 pub struct BrokerHandler {
     ctx: Arc<BrokerContext>,
+    gone: ConnectionGone,
 }
 
 impl BrokerHandler {
     /// A handler over `ctx`.
     pub fn new(ctx: Arc<BrokerContext>) -> Self {
-        Self { ctx }
+        Self {
+            ctx,
+            gone: ConnectionGone::default(),
+        }
+    }
+}
+
+/// One token per connection with held requests, cancelled when the
+/// connection closes (the client left, or the broker is stopping), so a
+/// held pull does not outlive its connection. RocketMQ's hold service
+/// likewise never delays shutdown for held pulls.
+#[derive(Debug, Default)]
+pub struct ConnectionGone {
+    tokens: Mutex<HashMap<ConnId, CancellationToken>>,
+}
+
+impl ConnectionGone {
+    /// A token cancelled once `conn` has closed (already cancelled if it has).
+    pub fn token(&self, conn: &Connection) -> CancellationToken {
+        let token = self.tokens.lock().entry(conn.id).or_default().clone();
+        // The server marks a connection closed before it reports the close,
+        // so a token made after the report is caught here.
+        if conn.is_closed() {
+            self.closed(conn.id);
+        }
+        token
+    }
+
+    /// Cancels the connection's token.
+    pub fn closed(&self, id: ConnId) {
+        if let Some(token) = self.tokens.lock().remove(&id) {
+            token.cancel();
+        }
     }
 }
 
@@ -39,7 +75,7 @@ impl RequestHandler for BrokerHandler {
     ) -> BoxFuture<'static, Option<RemotingCommand>> {
         async move {
             let oneway = req.is_oneway();
-            let resp = dispatch(&self.ctx, &conn, &req).await;
+            let resp = dispatch(&self.ctx, &self.gone, &conn, &req).await;
             let resp = resp.map(|mut r| {
                 r.opaque = req.opaque;
                 r.serialize_type = req.serialize_type;
@@ -56,6 +92,7 @@ impl RequestHandler for BrokerHandler {
     }
 
     fn connection_closed(&self, conn: &Arc<Connection>) {
+        self.gone.closed(conn.id);
         let change = self.ctx.clients.connection_closed(conn.id);
         client::notify_group_changes(&self.ctx, &change);
     }
@@ -63,6 +100,7 @@ impl RequestHandler for BrokerHandler {
 
 async fn dispatch(
     ctx: &Arc<BrokerContext>,
+    gone: &ConnectionGone,
     conn: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> Option<RemotingCommand> {
@@ -73,7 +111,7 @@ async fn dispatch(
         RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
             send::handle(ctx, conn, req).await
         }
-        RequestCode::PullMessage => pull::handle(ctx, req).await,
+        RequestCode::PullMessage => pull::handle(ctx, req, || gone.token(conn)).await,
         RequestCode::QueryConsumerOffset
         | RequestCode::UpdateConsumerOffset
         | RequestCode::GetMaxOffset
@@ -89,9 +127,7 @@ async fn dispatch(
         }
         RequestCode::UpdateAndCreateTopic
         | RequestCode::GetAllTopicConfig
-        | RequestCode::GetBrokerConfig => {
-            admin::handle(ctx, code, req)
-        }
+        | RequestCode::GetBrokerConfig => admin::handle(ctx, code, req),
         RequestCode::LockBatchMq | RequestCode::UnlockBatchMq => lock::handle(ctx, code, req),
         RequestCode::GetKvConfig => Ok(RemotingCommand::response(
             ResponseCode::QueryNotFound,

@@ -10,14 +10,20 @@ use rmq_common::remoting::{
     pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader, RemotingCommand,
     ResponseCode,
 };
+use tokio_util::sync::CancellationToken;
 
 use super::{blocking, Handled, Refusal};
 use crate::context::BrokerContext;
 use crate::meta::PERM_READ;
 use crate::store::{GetMessageResult, GetStatus, TagFilter};
 
-/// Handles a pull.
-pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+/// Handles a pull. `conn_gone` gives a token cancelled once the request's
+/// connection has closed; a held pull ends then, as nobody is left to answer.
+pub async fn handle(
+    ctx: &Arc<BrokerContext>,
+    req: &RemotingCommand,
+    conn_gone: impl FnOnce() -> CancellationToken,
+) -> Handled {
     let h = PullMessageRequestHeader::from_ext(&req.ext())?;
     validate_group(&h.consumer_group)
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
@@ -71,12 +77,14 @@ pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled 
         };
         let store = Arc::clone(&ctx.store);
         let (topic, queue_id, offset) = (h.topic.clone(), h.queue_id, h.queue_offset);
-        let arrived = ctx
-            .pull_hold
-            .wait(&h.topic, h.queue_id, wait, move || {
-                store.max_offset_in_queue(&topic, queue_id).unwrap_or(0) > offset
-            })
-            .await;
+        let gone = conn_gone();
+        let hold = ctx.pull_hold.wait(&h.topic, h.queue_id, wait, move || {
+            store.max_offset_in_queue(&topic, queue_id).unwrap_or(0) > offset
+        });
+        let arrived = tokio::select! {
+            arrived = hold => arrived,
+            () = gone.cancelled() => false,
+        };
         if arrived {
             result = get(ctx, &h, max_count, max_bytes, &filter).await?;
         }

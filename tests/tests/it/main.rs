@@ -7,6 +7,7 @@ mod broker_clients;
 mod broker_server;
 mod cq_conformance;
 mod cq_model;
+mod namesrv;
 mod store_bad_input;
 mod store_concurrency;
 mod store_crash;

@@ -21,6 +21,9 @@ const PHASE_TIMEOUT: Duration = Duration::from_secs(240);
 const CHILD_POLL: Duration = Duration::from_millis(50);
 /// Longest `node --version` may take.
 const NODE_PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest a broker shutdown may take once the client has left. ali-ons
+/// closes with pulls still held (15 s suspend); they must not delay it.
+const SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
 
 const SETUP_HINT: &str = "run `npm ci --prefix tests/node` (needs node and npm) before this test";
 
@@ -165,6 +168,10 @@ async fn ali_ons_survives_restart(backend: CqBackend) {
         "{}",
         first.report(&format!("phase 1 ({backend})"))
     );
+    assert!(
+        first_shutdown < SHUTDOWN_BOUND,
+        "broker shutdown after phase 1 took {first_shutdown:?} (bound {SHUTDOWN_BOUND:?})"
+    );
 
     let broker = Broker::start(broker_settings(&root, backend))
         .await
@@ -178,6 +185,10 @@ async fn ali_ons_survives_restart(backend: CqBackend) {
         second.succeeded(),
         "{}",
         second.report(&format!("phase 2 ({backend})"))
+    );
+    assert!(
+        second_shutdown < SHUTDOWN_BOUND,
+        "broker shutdown after phase 2 took {second_shutdown:?} (bound {SHUTDOWN_BOUND:?})"
     );
     eprintln!(
         "ali-ons {backend}: phase 1 {:?}, shutdown {first_shutdown:?}, phase 2 {:?}, shutdown {second_shutdown:?}\n{}{}",
