@@ -348,7 +348,7 @@ fn ms(d: Duration) -> f64 {
 
 fn ratio(num: f64, den: f64) -> String {
     if den > 0.0 {
-        format!("{:.2}", num / den)
+        format!("{:.3}", num / den)
     } else {
         "-".into()
     }

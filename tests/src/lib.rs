@@ -16,7 +16,7 @@ use rmq_common::time::SystemClock;
 use rmq_common::StoreConfig;
 
 /// Longest a test waits for reput to dispatch what was appended.
-pub const DISPATCH_TIMEOUT: Duration = Duration::from_secs(20);
+pub const DISPATCH_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Backends a store-level test runs against.
 pub const BACKENDS: [CqBackend; 3] = [CqBackend::File, CqBackend::Rocksdb, CqBackend::Memory];

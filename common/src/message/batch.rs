@@ -153,11 +153,13 @@ mod tests {
             },
         ];
         let enc = encode_batch(&items);
-        assert_eq!(&enc[..4], &[0, 0, 0, 29]);
+        assert_eq!(&enc[..4], &[0, 0, 0, 27]); // 20 fixed + 1 body + 2 + 4 properties
         assert_eq!(decode_batch(&enc).unwrap(), items);
-        for cut in 1..enc.len() {
+        for cut in (1..enc.len()).filter(|c| *c != 27) {
             assert!(decode_batch(&enc[..cut]).is_err(), "cut {cut}");
         }
+        // A cut at a message boundary is a shorter, valid batch.
+        assert_eq!(decode_batch(&enc[..27]).unwrap(), items[..1].to_vec());
         assert_eq!(decode_batch(&[]), Err(BatchError::Empty));
         let mut bad = enc.clone();
         bad[3] = 99;

@@ -49,6 +49,10 @@ pub(crate) struct MappingPool {
     budget: usize,
     file_size: u64,
     lru: Mutex<Lru>,
+    /// Files unmapped with bytes not yet synced: unmapping loses nothing
+    /// (the page cache keeps them), so the sync waits for the next store
+    /// flush instead of costing an fdatasync per eviction.
+    unsynced: Mutex<std::collections::BTreeSet<std::path::PathBuf>>,
 }
 
 impl MappingPool {
@@ -58,7 +62,27 @@ impl MappingPool {
             budget: budget.max(1),
             file_size,
             lru: Mutex::new(Lru::default()),
+            unsynced: Mutex::new(std::collections::BTreeSet::new()),
         }
+    }
+
+    /// Syncs every file unmapped with unsynced bytes. Called by the store
+    /// flush before it writes the dispatched checkpoint.
+    pub(crate) fn sync_unmapped(&self) -> Result<(), CqError> {
+        let paths = std::mem::take(&mut *self.unsynced.lock());
+        for (i, path) in paths.iter().enumerate() {
+            let synced = std::fs::File::open(path).and_then(|f| f.sync_data());
+            match synced {
+                Ok(()) => {}
+                // Deleted since (truncation, topic deletion): nothing to sync.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    self.unsynced.lock().extend(paths.iter().skip(i).cloned());
+                    return Err(io_err("flush", path)(e));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Marks a mapped segment as just used.
@@ -101,9 +125,9 @@ impl MappingPool {
     /// Unmaps least-recently-used segments until one more mapping fits in the
     /// budget. `own` is the caller's queue (uid and the state it has locked):
     /// its segments can be evicted without locking it again. A victim is
-    /// flushed before it is unmapped, while its queue is locked and its slot
-    /// held, so no write races the flush and a concurrent store flush waits
-    /// for it on the slot. If every candidate is busy the budget is exceeded
+    /// unmapped while its queue is locked and its slot held, so no write
+    /// races it; if it has unsynced bytes, its path is kept for the next
+    /// store flush to sync (see [`MappingPool::sync_unmapped`]). If every candidate is busy the budget is exceeded
     /// for a moment rather than blocking.
     pub(crate) fn make_room(&self, own: Option<(u64, &QueueState)>) -> Result<(), CqError> {
         let mut attempts = 0usize;
@@ -151,12 +175,10 @@ impl MappingPool {
             let Some(file) = slot.take() else {
                 continue;
             };
-            if let Err(e) = flush_file(&file) {
-                // Keep the dirty mapping tracked so a later flush retries it.
-                *slot = Some(file);
-                self.insert(key, weak);
-                return Err(e);
+            if file.flushed_position() < file.wrote_position() {
+                self.unsynced.lock().insert(file.path().to_owned());
             }
+            drop(file);
         }
     }
 }

@@ -199,6 +199,7 @@ impl FileConsumeQueueStore {
         for h in self.handles() {
             h.flush()?;
         }
+        self.env.pool.sync_unmapped()?;
         let dirs = std::mem::take(&mut *self.env.pending_dirs.lock());
         for (i, dir) in dirs.iter().enumerate() {
             if let Err(e) = checkpoint::sync_dir(dir) {
