@@ -110,6 +110,10 @@ pub struct StoreConfig {
     /// Largest accepted record (whole encoded message).
     #[serde(rename = "maxMessageSize")]
     pub max_message_size_bytes: u64,
+    /// Fault the pages of each new CommitLog segment in before it is used,
+    /// so appends avoid page-fault cost at the price of writing the segment
+    /// once as zeroes.
+    pub warm_mapped_file_enable: bool,
     /// Verify body CRCs while recovering the CommitLog tail.
     #[serde(rename = "checkCRCOnRecover")]
     pub check_crc_on_recover: bool,
@@ -185,6 +189,7 @@ impl Default for StoreConfig {
             flush_consume_queue_thorough_interval_ms: 60_000,
             max_message_size_bytes: 4 * 1024 * 1024,
             check_crc_on_recover: true,
+            warm_mapped_file_enable: false,
             consume_queue_store: CqBackend::File,
             message_index_enable: true,
             max_hash_slot_num: 5_000_000,

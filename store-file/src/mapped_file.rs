@@ -268,6 +268,25 @@ impl MappedFile {
     }
 }
 
+impl MappedFile {
+    /// Faults every page of the mapping in for writing ahead of use
+    /// (`MADV_POPULATE_WRITE`), so appends do not pay the kernel's page
+    /// allocation and zeroing. The pages become dirty zeroes that the kernel
+    /// writes back, which costs disk bandwidth: RocketMQ's
+    /// `warmMappedFileEnable`, off by default there too.
+    pub fn populate_write(&self) -> io::Result<()> {
+        // SAFETY: the range is exactly this mapping; MADV_POPULATE_WRITE
+        // only faults pages in (their content stays zero) and touches no
+        // memory Rust code reads or writes.
+        let rc = unsafe { libc::madvise(self.map.as_mut_ptr().cast(), self.file_size, libc::MADV_POPULATE_WRITE) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+}
+
 /// Recovery-only operations.
 impl MappedFile {
     /// Sets the write position to `pos` and zeroes every non-zero byte from

@@ -30,7 +30,13 @@ pub fn encode_offset_msg_id(store_host: SocketAddr, commit_log_offset: i64) -> S
     }
     bytes.extend_from_slice(&i32::from(store_host.port()).to_be_bytes());
     bytes.extend_from_slice(&commit_log_offset.to_be_bytes());
-    bytes.iter().map(|b| format!("{b:02X}")).collect()
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0x0F)]));
+    }
+    out
 }
 
 /// The store host and CommitLog offset named by an offsetMsgId.

@@ -184,10 +184,19 @@ impl CommitLog {
             return Err(StoreError::Poisoned { reason });
         }
         for (topic, queue_id, offset) in taken {
-            put.queue_offsets
-                .entry(topic.to_owned())
-                .or_default()
-                .insert(queue_id, offset + 1);
+            // Look up by &str first: the topic String is only allocated for
+            // a topic's first message.
+            match put.queue_offsets.get_mut(topic) {
+                Some(queues) => {
+                    queues.insert(queue_id, offset + 1);
+                }
+                None => {
+                    put.queue_offsets
+                        .entry(topic.to_owned())
+                        .or_default()
+                        .insert(queue_id, offset + 1);
+                }
+            }
         }
         self.last_store_timestamp
             .store(store_timestamp, Ordering::Release);

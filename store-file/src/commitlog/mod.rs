@@ -90,7 +90,7 @@ impl CommitLog {
             flush_wakeup: Condvar::new(),
         };
         let report = log.recover(options)?;
-        log.segments.start_allocator();
+        log.segments.start_allocator(config.warm_mapped_file_enable);
         Ok((log, report))
     }
 

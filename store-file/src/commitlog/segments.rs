@@ -104,8 +104,9 @@ impl SegmentQueue {
         })
     }
 
-    /// Starts the thread that creates the next segment ahead of need.
-    pub fn start_allocator(&self) {
+    /// Starts the thread that creates the next segment ahead of need (and,
+    /// with `warm`, faults its pages in; see [`MappedFile::populate_write`]).
+    pub fn start_allocator(&self, warm: bool) {
         let (tx, rx) = mpsc::channel::<i64>();
         let dir = self.dir.clone();
         let size = self.segment_size;
@@ -116,7 +117,14 @@ impl SegmentQueue {
                 while let Ok(offset) = rx.recv() {
                     let path = dir.join(segment_name(offset));
                     match MappedFile::create(&path, offset, size) {
-                        Ok(f) => *prepared.lock() = Some(Arc::new(f)),
+                        Ok(f) => {
+                            if warm {
+                                if let Err(e) = f.populate_write() {
+                                    tracing::warn!(path = %path.display(), error = %e, "could not warm the next CommitLog segment");
+                                }
+                            }
+                            *prepared.lock() = Some(Arc::new(f));
+                        }
                         Err(e) => tracing::warn!(path = %path.display(), error = %e,
                             "could not create the next CommitLog segment ahead of need; it will be created on demand"),
                     }
@@ -277,7 +285,7 @@ mod tests {
     fn create_find_and_preallocate() {
         let dir = tempfile::tempdir().unwrap();
         let q = SegmentQueue::load(dir.path(), 4096).unwrap();
-        q.start_allocator();
+        q.start_allocator(false);
         let a = q.create_segment(0).unwrap();
         // The allocator makes the next one; wait for it (bounded).
         let next = dir.path().join(segment_name(4096));
