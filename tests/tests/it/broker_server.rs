@@ -373,3 +373,29 @@ async fn bad_input_gets_documented_outcomes_and_the_broker_keeps_serving() {
     assert_eq!(r.queue_offset, 0);
     broker.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_registers_with_a_standalone_namesrv_over_tcp() {
+    let ns_dir = tempfile::tempdir().unwrap();
+    let mut ns_settings = broker_settings(ns_dir.path(), CqBackend::File);
+    ns_settings.broker.namesrv_listen_port = 0;
+    let ns = rmq_broker::broker::run_namesrv_only(&ns_settings)
+        .await
+        .unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = broker_settings(dir.path(), CqBackend::File);
+    settings.broker.namesrv_listen_port = -1;
+    settings.broker.namesrv_addr = ns.addr().to_string();
+    settings.broker.broker_name = "broker-remote".into();
+    let broker = Broker::start(settings).await.unwrap();
+    assert!(broker.namesrv_addr().is_none(), "no embedded NameServer");
+    // Registration happened before start returned.
+    let cluster = rmq_broker::admin::cluster_list(ns.addr()).await.unwrap();
+    assert!(
+        cluster.contains("broker-remote") && cluster.contains(&broker.addr().to_string()),
+        "{cluster}"
+    );
+    broker.shutdown().await;
+    ns.shutdown().await;
+}
