@@ -278,7 +278,13 @@ impl MappedFile {
         // SAFETY: the range is exactly this mapping; MADV_POPULATE_WRITE
         // only faults pages in (their content stays zero) and touches no
         // memory Rust code reads or writes.
-        let rc = unsafe { libc::madvise(self.map.as_mut_ptr().cast(), self.file_size, libc::MADV_POPULATE_WRITE) };
+        let rc = unsafe {
+            libc::madvise(
+                self.map.as_mut_ptr().cast(),
+                self.file_size,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
         if rc == 0 {
             Ok(())
         } else {

@@ -193,14 +193,7 @@ impl ConsumeQueueStore for RocksConsumeQueueStore {
             let Some(q) = self.queue(db, topic, queue_id)? else {
                 return Ok(());
             };
-            if from < q.min {
-                return Err(CqError::Compacted {
-                    topic: topic.to_owned(),
-                    queue_id,
-                    requested: from,
-                    min_offset: q.min,
-                });
-            }
+            CqError::check_not_compacted(topic, queue_id, from, q.min)?;
             // Bounded by the cached max: entries written but not yet
             // published (or being truncated) stay invisible.
             let available = usize::try_from(q.max_offset() - from).unwrap_or(0);

@@ -133,15 +133,20 @@ impl RouteInfoManager {
             .entry(id.cluster.clone())
             .or_default()
             .insert(id.broker_name.clone());
-        let data = t.brokers.entry(id.broker_name.clone()).or_insert_with(|| BrokerData {
-            cluster: id.cluster.clone(),
-            broker_name: id.broker_name.clone(),
-            broker_addrs: BTreeMap::new(),
-            enable_acting_master: false,
-        });
+        let data = t
+            .brokers
+            .entry(id.broker_name.clone())
+            .or_insert_with(|| BrokerData {
+                cluster: id.cluster.clone(),
+                broker_name: id.broker_name.clone(),
+                broker_addrs: BTreeMap::new(),
+                enable_acting_master: false,
+            });
         // One address per id: a broker that moved replaces its old address.
-        data.broker_addrs.retain(|bid, addr| *bid != id.broker_id && *addr != id.broker_addr);
-        data.broker_addrs.insert(id.broker_id, id.broker_addr.clone());
+        data.broker_addrs
+            .retain(|bid, addr| *bid != id.broker_id && *addr != id.broker_addr);
+        data.broker_addrs
+            .insert(id.broker_id, id.broker_addr.clone());
         let changed = t
             .live
             .get(&id.broker_addr)
@@ -166,8 +171,10 @@ impl RouteInfoManager {
             }
             t.topics.retain(|_, q| !q.is_empty());
         }
-        t.live
-            .insert(id.broker_addr.clone(), (now_ms, topics.data_version.clone()));
+        t.live.insert(
+            id.broker_addr.clone(),
+            (now_ms, topics.data_version.clone()),
+        );
     }
 
     /// Removes a broker address (UNREGISTER_BROKER or expiry).
@@ -269,8 +276,14 @@ mod tests {
 
     fn topics(names: &[&str], counter: i64) -> TopicConfigSerializeWrapper {
         TopicConfigSerializeWrapper {
-            topic_config_table: names.iter().map(|n| ((*n).to_owned(), TopicConfig::new(n, 4))).collect(),
-            data_version: DataVersion { timestamp: 1, counter },
+            topic_config_table: names
+                .iter()
+                .map(|n| ((*n).to_owned(), TopicConfig::new(n, 4)))
+                .collect(),
+            data_version: DataVersion {
+                timestamp: 1,
+                counter,
+            },
         }
     }
 
@@ -300,7 +313,10 @@ mod tests {
         m.register(&id("a", "127.0.0.1:1"), &topics(&["T"], 2), 130_000);
         assert_eq!(m.expire(130_001, 120_000), vec!["127.0.0.1:2".to_owned()]);
         assert_eq!(m.route("T").unwrap().broker_datas.len(), 1);
-        assert_eq!(m.cluster_info().cluster_addr_table["DefaultCluster"].len(), 1);
+        assert_eq!(
+            m.cluster_info().cluster_addr_table["DefaultCluster"].len(),
+            1
+        );
         m.unregister("a", "127.0.0.1:1");
         assert!(m.route("T").is_none());
         assert!(m.cluster_info().broker_addr_table.is_empty());

@@ -55,6 +55,25 @@ pub enum CqError {
 }
 
 impl CqError {
+    /// [`CqError::Compacted`] when `from` is below the queue's `min_offset`:
+    /// the rule every backend's `get` applies first.
+    pub fn check_not_compacted(
+        topic: &str,
+        queue_id: i32,
+        from: i64,
+        min_offset: i64,
+    ) -> Result<(), Self> {
+        if from < min_offset {
+            return Err(Self::Compacted {
+                topic: topic.to_owned(),
+                queue_id,
+                requested: from,
+                min_offset,
+            });
+        }
+        Ok(())
+    }
+
     /// An I/O error with its context.
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Self::Io {

@@ -105,14 +105,7 @@ impl ConsumeQueueStore for MemoryConsumeQueueStore {
             let Some(q) = s.queues.get(&key(topic, queue_id)) else {
                 return Ok(());
             };
-            if from < q.min_offset {
-                return Err(CqError::Compacted {
-                    topic: topic.to_owned(),
-                    queue_id,
-                    requested: from,
-                    min_offset: q.min_offset,
-                });
-            }
+            CqError::check_not_compacted(topic, queue_id, from, q.min_offset)?;
             // Dense read: stop at the first missing offset, as the RocksDB
             // backend's multi-get does.
             for (expected, (off, (unit, _))) in (from..).zip(q.units.range(from..).take(max_count))

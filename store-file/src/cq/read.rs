@@ -160,14 +160,7 @@ impl QueueHandle {
         env: &Env,
         out: &mut Vec<CqUnit>,
     ) -> Result<(), CqError> {
-        if from < st.min {
-            return Err(CqError::Compacted {
-                topic: self.key.topic.clone(),
-                queue_id: self.key.queue_id,
-                requested: from,
-                min_offset: st.min,
-            });
-        }
+        CqError::check_not_compacted(&self.key.topic, self.key.queue_id, from, st.min)?;
         let end = from
             .saturating_add(i64::try_from(max_count).unwrap_or(i64::MAX))
             .min(st.max);
