@@ -3,7 +3,8 @@
 # compiles RocksDB from C++ source and its bindgen step needs libclang.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! ldconfig -p 2>/dev/null | grep -q 'libclang'; then
+# bindgen wants libclang.so or libclang-N.so; libclang-cpp alone is not enough.
+if ! ldconfig -p 2>/dev/null | grep -Eq 'libclang(-[0-9.]+)?\.so '; then
     SUDO=""
     [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq
