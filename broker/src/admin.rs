@@ -135,6 +135,53 @@ pub async fn consumer_progress(
     Ok(out)
 }
 
+/// Up to `count` messages of one queue from `offset`, read with a pull
+/// (nothing is committed), e.g. to inspect a dead-letter queue.
+pub async fn read_queue(
+    broker: SocketAddr,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+    count: i32,
+) -> Result<String, SdkError> {
+    let c = sdk::connect(broker).await?;
+    let req = sdk::request(
+        RequestCode::PullMessage,
+        &[
+            ("consumerGroup", READ_GROUP.to_owned()),
+            ("topic", topic.to_owned()),
+            ("queueId", queue_id.to_string()),
+            ("queueOffset", offset.to_string()),
+            ("maxMsgNums", count.clamp(1, 1024).to_string()),
+            // SUBSCRIPTION only: no commit, no long polling.
+            (
+                "sysFlag",
+                rmq_common::remoting::pull_sys_flag::SUBSCRIPTION.to_string(),
+            ),
+            ("commitOffset", "-1".into()),
+            ("suspendTimeoutMillis", "0".into()),
+            ("subscription", "*".into()),
+            ("subVersion", "0".into()),
+            ("expressionType", "TAG".into()),
+        ],
+    );
+    let resp = c.invoke(req, sdk::DEFAULT_TIMEOUT).await?;
+    let h = rmq_common::remoting::PullMessageResponseHeader::from_ext(&resp.ext())
+        .map_err(|e| SdkError::BadAnswer(e.to_string()))?;
+    let mut out = format!(
+        "{topic} queue {queue_id}: min {} max {} (code {} {})\n",
+        h.min_offset,
+        h.max_offset,
+        resp.code,
+        resp.remark.as_deref().unwrap_or("")
+    );
+    out.push_str(&describe(resp.body.as_deref().unwrap_or_default()));
+    Ok(out)
+}
+
+/// The consumer group `rmq-admin read` pulls as (it never commits).
+const READ_GROUP: &str = "rmq-admin-read";
+
 fn describe(bytes: &[u8]) -> String {
     let mut out = String::new();
     let mut pos = 0;
@@ -143,12 +190,15 @@ fn describe(bytes: &[u8]) -> String {
             Ok(v) => {
                 let _ = writeln!(
                     out,
-                    "topic={} queue={} queueOffset={} commitLogOffset={} storeTimestamp={} keys={:?} tags={:?} body={:?}",
+                    "topic={} queue={} queueOffset={} commitLogOffset={} storeTimestamp={} reconsumeTimes={} retryTopic={:?} originMsgId={:?} keys={:?} tags={:?} body={:?}",
                     v.topic(),
                     v.queue_id(),
                     v.queue_offset(),
                     v.physical_offset(),
                     v.store_timestamp(),
+                    v.reconsume_times(),
+                    v.property("RETRY_TOPIC").unwrap_or_default(),
+                    v.property("ORIGIN_MESSAGE_ID").unwrap_or_default(),
                     v.property("KEYS").unwrap_or_default(),
                     v.property("TAGS").unwrap_or_default(),
                     String::from_utf8_lossy(&v.body()[..v.body().len().min(200)]),

@@ -24,6 +24,7 @@ use crate::processor::lock::QueueLockManager;
 use crate::processor::BrokerHandler;
 use crate::pull_hold::PullHoldService;
 use crate::remoting::{serve, ServerOptions};
+use crate::service::schedule::{ScheduleService, Scheduler};
 use crate::store::MessageStore;
 
 /// Longest a shutdown waits for connection tasks to finish.
@@ -55,6 +56,7 @@ pub struct Broker {
     ctx: Arc<BrokerContext>,
     addr: SocketAddr,
     namesrv: Option<NameServerHandle>,
+    schedule: Option<ScheduleService>,
     cancel: CancellationToken,
     tracker: TaskTracker,
 }
@@ -106,6 +108,18 @@ impl Broker {
         let offsets = Arc::new(ConsumerOffsetManager::open(&root)?);
         let pull_hold = Arc::new(PullHoldService::new());
         store.add_arrival_listener(Arc::clone(&pull_hold) as _);
+        let scheduler = Arc::new(Scheduler::open(
+            Arc::clone(&store),
+            Arc::clone(&store) as _,
+        )?);
+        let schedule = ScheduleService::start(
+            Arc::clone(&scheduler),
+            &store,
+            Duration::from_millis(settings.store.flush_delay_offset_interval_ms),
+        )
+        .map_err(|e| {
+            BrokerError::Store(rmq_store_file::StoreError::io("start schedule threads", e))
+        })?;
         let ctx = Arc::new(BrokerContext {
             settings,
             store,
@@ -115,6 +129,7 @@ impl Broker {
             pull_hold,
             locks: Arc::new(QueueLockManager::new()),
             store_host: addr,
+            scheduler,
             topics_changed: Arc::new(Notify::new()),
         });
 
@@ -150,6 +165,7 @@ impl Broker {
             ctx,
             addr,
             namesrv,
+            schedule: Some(schedule),
             cancel,
             tracker,
         })
@@ -172,7 +188,7 @@ impl Broker {
 
     /// Stops serving, unregisters, persists offsets and shuts the store
     /// down cleanly.
-    pub async fn shutdown(self) {
+    pub async fn shutdown(mut self) {
         self.cancel.cancel();
         self.tracker.close();
         if tokio::time::timeout(SHUTDOWN_GRACE, self.tracker.wait())
@@ -183,6 +199,11 @@ impl Broker {
         }
         if let Err(e) = self.ctx.offsets.persist() {
             tracing::error!(error = %e, "persisting consumer offsets failed");
+        }
+        if let Some(schedule) = self.schedule.take() {
+            if let Err(e) = tokio::task::spawn_blocking(move || schedule.stop()).await {
+                tracing::error!(error = %e, "schedule service stop task failed");
+            }
         }
         let store = Arc::clone(&self.ctx.store);
         match tokio::task::spawn_blocking(move || store.shutdown()).await {

@@ -55,6 +55,9 @@ pub struct BrokerConfig {
     pub max_in_flight_per_connection: u32,
     /// Prometheus endpoint port (0 picks a free one, -1 disables it).
     pub metrics_port: i32,
+    /// Retries a consumer group gets before a message goes to its DLQ, when
+    /// the client's send-back does not say (RocketMQ's `retryMaxTimes`).
+    pub max_reconsume_times: i32,
 }
 
 impl Default for BrokerConfig {
@@ -76,6 +79,7 @@ impl Default for BrokerConfig {
             short_polling_time_ms: 1_000,
             max_in_flight_per_connection: 256,
             metrics_port: 5557,
+            max_reconsume_times: 16,
         }
     }
 }
@@ -123,6 +127,12 @@ impl BrokerConfig {
             return Err(ConfigError::new(
                 "registerNameServerPeriod",
                 "must be at least 1000 ms",
+            ));
+        }
+        if !(0..=10_000).contains(&self.max_reconsume_times) {
+            return Err(ConfigError::new(
+                "maxReconsumeTimes",
+                "must be within 0..=10000",
             ));
         }
         if self.max_in_flight_per_connection == 0 {
@@ -337,6 +347,19 @@ mod tests {
         assert_eq!(e.key, "mappedFileSizeCommitLog");
         let e = Settings::from_pairs(pairs(&[("namesrvAddr", "nowhere")])).unwrap_err();
         assert_eq!(e.key, "namesrvAddr");
+        let e = Settings::from_pairs(pairs(&[("messageDelayLevel", "1s 5x")])).unwrap_err();
+        assert_eq!(e.key, "messageDelayLevel");
+        assert!(e.to_string().contains("5x"), "{e}");
+        let e = Settings::from_pairs(pairs(&[("messageDelayLevel", "10s 1s")])).unwrap_err();
+        assert_eq!(e.key, "messageDelayLevel");
+        let s = Settings::from_pairs(pairs(&[(
+            "messageDelayLevel",
+            "1s 2s 3s 4s 5s 6s 7s 8s 9s 10s 11s 12s 13s 14s 15s 16s 17s 18s 19s 20s",
+        )]))
+        .unwrap();
+        assert_eq!(s.store.delay_levels().unwrap().max_level(), 20);
+        let e = Settings::from_pairs(pairs(&[("maxReconsumeTimes", "-1")])).unwrap_err();
+        assert_eq!(e.key, "maxReconsumeTimes");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::config::Settings;
 use crate::meta::{ConsumerOffsetManager, TopicConfigManager};
 use crate::processor::lock::QueueLockManager;
 use crate::pull_hold::PullHoldService;
+use crate::service::schedule::Scheduler;
 use crate::store::MessageStore;
 
 /// Shared broker state.
@@ -31,6 +32,8 @@ pub struct BrokerContext {
     pub locks: Arc<QueueLockManager>,
     /// This broker's address as clients and message ids see it.
     pub store_host: SocketAddr,
+    /// Delay-level delivery (progress, pending counts).
+    pub scheduler: Arc<Scheduler>,
     /// Signalled when topics change, so NameServers hear of it at once.
     pub topics_changed: Arc<Notify>,
 }

@@ -15,6 +15,7 @@ pub mod processor;
 pub mod pull_hold;
 pub mod remoting;
 pub mod sdk;
+pub mod service;
 pub mod store;
 
 pub use store::MessageStore;

@@ -10,8 +10,9 @@ use rmq_common::message::batch::{encode_batch, BatchItem};
 use rmq_common::message::record::RecordView;
 use rmq_common::message::{MessageToStore, Properties};
 use rmq_common::remoting::{
-    pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader, RemotingCommand,
-    RequestCode, ResponseCode, SendMessageRequestHeader, SendMessageResponseHeader,
+    pull_sys_flag, ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader,
+    PullMessageResponseHeader, RemotingCommand, RequestCode, ResponseCode,
+    SendMessageRequestHeader, SendMessageResponseHeader,
 };
 
 use crate::remoting::{ClientError, RemotingClient};
@@ -110,6 +111,8 @@ pub struct PullResult {
     pub queue_offsets: Vec<i64>,
     /// Store timestamps of the messages.
     pub store_timestamps: Vec<i64>,
+    /// CommitLog offsets of the messages (what a send-back names).
+    pub phy_offsets: Vec<i64>,
 }
 
 /// Sends one message (or a batch when `msgs` has several).
@@ -262,6 +265,7 @@ pub async fn pull(client: &RemotingClient, p: &PullRequest) -> Result<PullResult
         messages: Vec::new(),
         queue_offsets: Vec::new(),
         store_timestamps: Vec::new(),
+        phy_offsets: Vec::new(),
     };
     let body = resp.body.as_deref().unwrap_or_default();
     let mut pos = 0;
@@ -271,9 +275,21 @@ pub async fn pull(client: &RemotingClient, p: &PullRequest) -> Result<PullResult
         result.messages.push(v.to_message());
         result.queue_offsets.push(v.queue_offset());
         result.store_timestamps.push(v.store_timestamp());
+        result.phy_offsets.push(v.physical_offset());
         pos += v.total_size();
     }
     Ok(result)
+}
+
+/// Hands a failed message back (CONSUMER_SEND_MSG_BACK) for a retry or the
+/// dead-letter queue.
+pub async fn send_back(
+    client: &RemotingClient,
+    header: &ConsumerSendMsgBackRequestHeader,
+) -> Result<(), SdkError> {
+    let req =
+        RemotingCommand::request(RequestCode::ConsumerSendMsgBack).with_ext_fields(header.to_ext());
+    call(client, req).await.map(|_| ())
 }
 
 /// Sends a request and returns the answer if it is SUCCESS.

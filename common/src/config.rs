@@ -141,6 +141,10 @@ pub struct StoreConfig {
     pub enable_build_consume_queue_concurrently: bool,
     /// Delay levels, e.g. "1s 5s 10s 30s 1m ... 2h".
     pub message_delay_level: String,
+    /// Interval at which the schedule service persists its per-level
+    /// progress (`config/delayOffset.json`).
+    #[serde(rename = "flushDelayOffsetInterval")]
+    pub flush_delay_offset_interval_ms: u64,
     /// Most messages one pull returns.
     pub max_transfer_count_on_message_in_memory: u32,
     /// Most bytes one pull returns.
@@ -199,8 +203,8 @@ impl Default for StoreConfig {
             delete_when: "04".to_owned(),
             disk_max_used_space_ratio_pct: 75,
             enable_build_consume_queue_concurrently: false,
-            message_delay_level: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
-                .to_owned(),
+            message_delay_level: crate::delay::DEFAULT_DELAY_LEVELS.to_owned(),
+            flush_delay_offset_interval_ms: 10_000,
             max_transfer_count_on_message_in_memory: 32,
             max_transfer_bytes_on_message_in_memory_bytes: 256 * 1024,
             rocksdb_block_cache_size_bytes: 256 * 1024 * 1024,
@@ -223,6 +227,11 @@ impl StoreConfig {
             store_path_root_dir: root.into(),
             ..Self::default()
         }
+    }
+
+    /// The parsed `messageDelayLevel` table.
+    pub fn delay_levels(&self) -> Result<crate::delay::DelayLevels, ConfigError> {
+        crate::delay::DelayLevels::parse(&self.message_delay_level)
     }
 
     /// Checks every value; the error names the first bad key.
@@ -260,11 +269,16 @@ impl StoreConfig {
                 "flushIntervalConsumeQueue",
                 self.flush_interval_consume_queue_ms,
             ),
+            (
+                "flushDelayOffsetInterval",
+                self.flush_delay_offset_interval_ms,
+            ),
         ] {
             if v == 0 {
                 return Err(ConfigError::new(key, "must be at least 1 ms"));
             }
         }
+        self.delay_levels()?;
         if self.consume_queue_store == CqBackend::Memory {
             return Err(ConfigError::new(
                 "consumeQueueStore",

@@ -35,6 +35,10 @@ pub mod property {
     pub const REAL_TOPIC: &str = "REAL_TOPIC";
     /// Original queue id of a rewritten message.
     pub const REAL_QUEUE_ID: &str = "REAL_QID";
+    /// Store time (ms) a delayed message had when it entered the schedule
+    /// topic; set on the copy delivered to the real topic, whose own store
+    /// time is the delivery time. Not a RocketMQ key (clients ignore it).
+    pub const ORIGIN_STORE_TIMESTAMP: &str = "ORIGIN_STORE_TIMESTAMP";
     /// "true" on a prepared transactional message.
     pub const TRANSACTION_PREPARED: &str = "TRAN_MSG";
     /// Producer group of a transactional message.

@@ -11,6 +11,7 @@
 pub mod config;
 pub mod constants;
 pub mod cq;
+pub mod delay;
 pub mod dispatch;
 pub mod message;
 pub mod names;
@@ -18,4 +19,5 @@ pub mod remoting;
 pub mod time;
 
 pub use config::{ConfigError, CqBackend, FlushDiskType, StoreConfig};
+pub use delay::DelayLevels;
 pub use dispatch::DispatchRequest;

@@ -13,6 +13,13 @@
 // Phase 2 (after a broker restart) sends 100 more (50 TagA) and the same group
 // must receive exactly the 50 new TagA messages and none of the first 500.
 //
+// Phase retry sends RETRY_COUNT messages and consumes them as group G with
+// maxReconsumeTimes = RETRY_MAX: the message keyed `retry-once` is failed
+// (ACTION_RETRY) the first time and must come back once with reconsumeTimes
+// 1 through the group's %RETRY% topic; the one keyed `retry-always` is
+// failed every time and must be delivered exactly RETRY_MAX + 1 times, then
+// go to the DLQ (the Rust test reads it there); the others are consumed once.
+//
 // Prints one JSON summary line on stdout; diagnostics go to stderr.
 // Exit codes: 0 success, 1 check failed, 2 bad arguments, 3 a step timed out.
 'use strict';
@@ -36,6 +43,15 @@ const CLOSE_TIMEOUT_MS = 20_000;
 const OVERALL_TIMEOUT_MS = 180_000;
 /** How often the receive loop looks at what arrived. */
 const POLL_INTERVAL_MS = 100;
+
+/** Retry phase: messages sent, and the consumer's retry budget. */
+const RETRY_COUNT = 4;
+const RETRY_MAX = 2;
+/** Retry phase: after the expected deliveries, watch for extra ones. */
+const RETRY_GRACE_MS = 4_000;
+/** Retry phase: how often the client re-reads routes (its default is 30 s;
+ * the %RETRY% topic appears only after the consumer's first heartbeat). */
+const RETRY_ROUTE_POLL_MS = 1_000;
 
 const PHASE1_COUNT = 1000;
 const PHASE2_COUNT = 100;
@@ -96,10 +112,11 @@ function parseArgs(argv) {
     if (!out[k]) usage(`--${k} is required`);
   }
   if (!/^127\.0\.0\.1:\d{1,5}$/.test(out.namesrv)) usage('--namesrv must be 127.0.0.1:PORT');
-  if (out.phase !== '1' && out.phase !== '2') usage('--phase must be 1 or 2');
+  if (![ '1', '2', 'retry' ].includes(out.phase)) usage('--phase must be 1, 2 or retry');
   if (!/^[a-zA-Z0-9_-]+$/.test(out.topic)) usage('--topic must match [a-zA-Z0-9_-]+');
   if (!/^[a-zA-Z0-9_-]+$/.test(out.group)) usage('--group must match [a-zA-Z0-9_-]+');
-  return { namesrv: out.namesrv, phase: Number(out.phase), topic: out.topic, group: out.group };
+  const phase = out.phase === 'retry' ? 'retry' : Number(out.phase);
+  return { namesrv: out.namesrv, phase, topic: out.topic, group: out.group };
 }
 
 function withTimeout(promise, ms, step) {
@@ -283,7 +300,92 @@ async function closeInnerProducer() {
   }
 }
 
+/** The retry phase (see the header). */
+async function runRetry(args) {
+  const t0 = Date.now();
+  const items = [];
+  for (let i = 0; i < RETRY_COUNT; i++) {
+    const key = i === 0 ? 'retry-once' : i === 1 ? 'retry-always' : `retry-ok-${i}`;
+    items.push({ key, tag: 'TagA', body: `ons-check retry ${key}` });
+  }
+  const sent = await sendPhase(args, items);
+  log(`retry: sent ${items.length} in ${sent.sendMs} ms`);
+
+  const deliveries = [];
+  const consumer = new Consumer(clientOptions(args, {
+    consumerGroup: args.group,
+    consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET',
+    maxReconsumeTimes: RETRY_MAX,
+    pollNameServerInteval: RETRY_ROUTE_POLL_MS,
+  }));
+  consumer.on('error', err => recordError('consumer', err));
+  consumer.subscribe(args.topic, '*', async msg => {
+    deliveries.push({
+      key: msg.keys,
+      reconsumeTimes: msg.reconsumeTimes,
+      topic: msg.topic,
+      retryTopic: msg.properties && msg.properties.RETRY_TOPIC,
+      body: msg.body ? msg.body.toString() : '',
+    });
+    const key = msg.keys;
+    if (key === 'retry-always') {
+      // ali-ons hands retried messages to the handler through a wrapper
+      // that drops its return value, so ACTION_RETRY only works the first
+      // time; a retried message is failed by throwing, which the client
+      // treats the same way (send-back).
+      if (msg.reconsumeTimes > 0) throw new Error(`ons_check: failing ${key} again on purpose`);
+      return Consumer.ACTION_RETRY;
+    }
+    if (key === 'retry-once' && msg.reconsumeTimes === 0) return Consumer.ACTION_RETRY;
+    return null;
+  });
+  await withTimeout(consumer.ready(), START_TIMEOUT_MS, 'consumer start');
+  const count = key => deliveries.filter(d => d.key === key).length;
+  const done = () => count('retry-once') >= 2 && count('retry-always') >= RETRY_MAX + 1 &&
+    items.every(i => count(i.key) >= 1);
+  const deadline = Date.now() + RECEIVE_TIMEOUT_MS;
+  while (!done() && Date.now() < deadline) await sleep(POLL_INTERVAL_MS);
+  const receiveMs = Date.now() - t0;
+  if (done()) await sleep(RETRY_GRACE_MS);
+  await withTimeout(consumer.close(), CLOSE_TIMEOUT_MS, 'consumer close');
+  await closeInnerProducer();
+
+  const problems = [];
+  const once = deliveries.filter(d => d.key === 'retry-once');
+  const always = deliveries.filter(d => d.key === 'retry-always');
+  if (once.length !== 2) problems.push(`retry-once delivered ${once.length} times, want 2`);
+  if (once[1] && once[1].reconsumeTimes !== 1) problems.push(`retry-once came back with reconsumeTimes ${once[1].reconsumeTimes}, want 1`);
+  if (once[1] && once[1].retryTopic !== args.topic) problems.push(`retry-once came back with RETRY_TOPIC ${once[1].retryTopic}`);
+  if (always.length !== RETRY_MAX + 1) problems.push(`retry-always delivered ${always.length} times, want ${RETRY_MAX + 1}`);
+  const times = always.map(d => d.reconsumeTimes);
+  if (times.join(',') !== [ ...Array(RETRY_MAX + 1).keys() ].join(',')) problems.push(`retry-always reconsumeTimes ${times.join(',')}`);
+  for (const d of deliveries) {
+    if (d.topic !== args.topic) problems.push(`${d.key} handed to the handler with topic ${d.topic}`);
+    if (d.body !== `ons-check retry ${d.key}`) problems.push(`${d.key} has a wrong body`);
+  }
+  for (const i of items.slice(2)) {
+    if (count(i.key) !== 1) problems.push(`${i.key} delivered ${count(i.key)} times, want 1`);
+  }
+  const foreign = sent.addrs.filter(a => !a.startsWith('127.0.0.1:'));
+  if (foreign.length) problems.push(`the client connected beyond 127.0.0.1: ${foreign.join(', ')}`);
+  const summary = {
+    phase: 'retry', ok: problems.length === 0, topic: args.topic, group: args.group,
+    deliveries: deliveries.map(d => `${d.key}@${d.reconsumeTimes}`),
+    clientErrors: clientErrors.length,
+    timingsMs: { send: sent.sendMs, receive: receiveMs, total: Date.now() - t0 },
+    problems,
+  };
+  console.log(JSON.stringify(summary));
+  if (problems.length) {
+    log(`FAILED: ${problems.join('\n  ')}`);
+    return EXIT_CHECK_FAILED;
+  }
+  log('retry: OK');
+  return EXIT_OK;
+}
+
 async function run(args) {
+  if (args.phase === 'retry') return runRetry(args);
   const t0 = Date.now();
   const phase1 = plan(1, PHASE1_COUNT);
   const phase2 = plan(2, PHASE2_COUNT);

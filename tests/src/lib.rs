@@ -12,7 +12,7 @@ use rmq_common::config::CqBackend;
 use rmq_common::cq::{ConsumeQueueStore, MemoryConsumeQueueStore};
 use rmq_common::message::record::RecordView;
 use rmq_common::message::MessageToStore;
-use rmq_common::time::SystemClock;
+use rmq_common::time::{Clock, SystemClock};
 use rmq_common::StoreConfig;
 
 /// Longest a test waits for reput to dispatch what was appended.
@@ -37,6 +37,14 @@ pub fn small_config(root: &Path, backend: CqBackend) -> StoreConfig {
 
 /// Opens a store; the memory backend is handed in (it is not a config choice).
 pub fn open_store(config: &StoreConfig) -> Result<MessageStore, rmq_store_file::StoreError> {
+    open_store_with_clock(config, Arc::new(SystemClock))
+}
+
+/// [`open_store`] with an injected clock (store times, schedule due times).
+pub fn open_store_with_clock(
+    config: &StoreConfig,
+    clock: Arc<dyn Clock>,
+) -> Result<MessageStore, rmq_store_file::StoreError> {
     let cq: Option<Box<dyn ConsumeQueueStore>> = match config.consume_queue_store {
         CqBackend::Memory => Some(Box::new(MemoryConsumeQueueStore::new())),
         _ => None,
@@ -47,7 +55,7 @@ pub fn open_store(config: &StoreConfig) -> Result<MessageStore, rmq_store_file::
         // gets it handed in instead, so name the file backend here.
         config.consume_queue_store = CqBackend::File;
     }
-    MessageStore::open_with(config, Arc::new(SystemClock), cq)
+    MessageStore::open_with(config, clock, cq)
 }
 
 /// A message with a body, a tag and a key.

@@ -46,6 +46,22 @@ enum Cmd {
         #[arg(long)]
         id: Option<String>,
     },
+    /// Messages of one queue (e.g. a dead-letter queue `%DLQ%<group>`),
+    /// read without committing anything.
+    Read {
+        /// Topic.
+        #[arg(long)]
+        topic: String,
+        /// Queue id.
+        #[arg(long, default_value_t = 0)]
+        queue: i32,
+        /// First queue offset.
+        #[arg(long, default_value_t = 0)]
+        offset: i64,
+        /// Most messages to print.
+        #[arg(long, default_value_t = 32)]
+        count: i32,
+    },
     /// Brokers registered with the NameServer.
     Cluster,
     /// The broker's effective configuration.
@@ -97,6 +113,12 @@ async fn main() -> anyhow::Result<()> {
             ..
         } => admin::query_key(args.broker, &topic, &key).await?,
         Cmd::Query { .. } => anyhow::bail!("query needs --id, or --topic and --key"),
+        Cmd::Read {
+            topic,
+            queue,
+            offset,
+            count,
+        } => admin::read_queue(args.broker, &topic, queue, offset, count).await?,
         Cmd::Cluster => admin::cluster_list(args.namesrv).await?,
         Cmd::Config => admin::broker_config(args.broker).await?,
     };

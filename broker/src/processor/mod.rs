@@ -8,6 +8,7 @@ pub mod offsets;
 pub mod pull;
 pub mod query;
 pub mod send;
+pub mod send_back;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -112,6 +113,7 @@ async fn dispatch(
             send::handle(ctx, conn, req).await
         }
         RequestCode::PullMessage => pull::handle(ctx, req, || gone.token(conn)).await,
+        RequestCode::ConsumerSendMsgBack => send_back::handle(ctx, req).await,
         RequestCode::QueryConsumerOffset
         | RequestCode::UpdateConsumerOffset
         | RequestCode::GetMaxOffset

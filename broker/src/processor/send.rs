@@ -89,12 +89,22 @@ pub async fn handle(
                 m.properties = Properties::decode(&item.properties);
                 m
             })
-            .collect()
+            .collect::<Vec<MessageToStore>>()
     } else {
         let mut m = template;
         m.body = body.to_vec();
         vec![m]
     };
+    if is_batch
+        && messages
+            .iter()
+            .any(|m| rmq_common::delay::delay_level_of(&m.properties) > 0)
+    {
+        return Err(Refusal::new(
+            ResponseCode::MessageIllegal,
+            "a batch cannot be delayed: send delayed messages one by one",
+        ));
+    }
     let store = Arc::clone(&ctx.store);
     let result = blocking(move || {
         if messages.len() == 1 {

@@ -3,6 +3,7 @@
 //! together (flush, reput, consume-queue flush).
 
 mod arrival;
+mod delay;
 mod factory;
 mod filter;
 mod get;
@@ -25,7 +26,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use rmq_common::cq::ConsumeQueueStore;
 use rmq_common::time::Clock;
-use rmq_common::StoreConfig;
+use rmq_common::{DelayLevels, StoreConfig};
 use rmq_store_file::commitlog::CommitLog;
 use rmq_store_file::index::IndexService;
 use rmq_store_file::root::{AbortFile, Checkpoint, RootLock};
@@ -37,6 +38,7 @@ use self::services::Services;
 #[derive(Debug)]
 pub struct MessageStore {
     config: StoreConfig,
+    delay_levels: DelayLevels,
     clock: Arc<dyn Clock>,
     commit_log: Arc<CommitLog>,
     cq: Arc<dyn ConsumeQueueStore>,
@@ -54,6 +56,11 @@ impl MessageStore {
     /// The configuration the store runs with.
     pub fn config(&self) -> &StoreConfig {
         &self.config
+    }
+
+    /// The parsed `messageDelayLevel` table.
+    pub fn delay_levels(&self) -> &DelayLevels {
+        &self.delay_levels
     }
 
     /// The clock that stamps store times.

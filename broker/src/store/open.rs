@@ -54,6 +54,7 @@ impl MessageStore {
     ) -> Result<Self, StoreError> {
         let started = Instant::now();
         config.validate()?;
+        let delay_levels = config.delay_levels()?;
         let root = config.store_path_root_dir.clone();
         let lock = RootLock::acquire(&root)?;
         let abnormal = AbortFile::previous_run_crashed(&root);
@@ -94,6 +95,7 @@ impl MessageStore {
             Arc::clone(&cq),
             index.clone(),
             redispatch_from,
+            delay_levels.clone(),
         ));
         // Dispatch everything the consume queue missed before any new append
         // takes a queue offset, so offsets continue without reuse.
@@ -136,6 +138,7 @@ impl MessageStore {
         );
         Ok(Self {
             config,
+            delay_levels,
             clock,
             commit_log,
             cq,

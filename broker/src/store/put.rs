@@ -9,6 +9,7 @@ use rmq_common::FlushDiskType;
 use rmq_store_file::commitlog::AppendResult;
 use rmq_store_file::StoreError;
 
+use super::delay::schedule_rewrite;
 use super::MessageStore;
 
 /// How a stored message stands.
@@ -31,19 +32,23 @@ pub struct PutMessageResult {
 
 impl MessageStore {
     /// Stores one message. Blocks under SYNC_FLUSH until the flush covers it
-    /// (unless the message's WAIT property is "false").
+    /// (unless the message's WAIT property is "false"). A message with a
+    /// DELAY level is stored in the schedule topic instead (see
+    /// [`schedule_rewrite`]); the result then names where it waits.
     pub fn put_message(&self, msg: &MessageToStore) -> Result<PutMessageResult, StoreError> {
         self.ensure_running()?;
-        let r = self.commit_log.append(msg)?;
+        let msg = schedule_rewrite(&self.delay_levels, msg);
+        let r = self.commit_log.append(&msg)?;
         self.dispatcher.notify_new_data();
-        let status = self.wait_if_sync(r.end_offset(), wants_wait(msg))?;
+        let status = self.wait_if_sync(r.end_offset(), wants_wait(&msg))?;
         Ok(PutMessageResult {
             status,
             appended: vec![r],
         })
     }
 
-    /// Stores a batch contiguously under one lock.
+    /// Stores a batch contiguously under one lock. Delay levels do not
+    /// apply to batches (RocketMQ refuses them; the send path does too).
     pub fn put_messages(&self, msgs: &[MessageToStore]) -> Result<PutMessageResult, StoreError> {
         self.ensure_running()?;
         let appended = self.commit_log.append_batch(msgs)?;

@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 use rmq_common::cq::{ConsumeQueueStore, CqError, CqPut};
+use rmq_common::delay::{delay_level_of_view, is_schedule_topic};
 use rmq_common::message::record::{peek_frame, Frame, RecordView};
-use rmq_common::DispatchRequest;
+use rmq_common::{DelayLevels, DispatchRequest};
 use rmq_store_file::commitlog::CommitLog;
 use rmq_store_file::index::IndexService;
 use rmq_store_file::StoreError;
@@ -40,6 +41,8 @@ pub(crate) struct Dispatcher {
     commit_log: Arc<CommitLog>,
     cq: Arc<dyn ConsumeQueueStore>,
     index: Option<Arc<IndexService>>,
+    /// For the delivery time a schedule-topic unit keeps as its tagsCode.
+    delay_levels: DelayLevels,
     /// Where the next pass starts parsing; may run ahead of what the
     /// consume-queue backend has written.
     parse_from: SharedOffset,
@@ -99,11 +102,13 @@ impl Dispatcher {
         cq: Arc<dyn ConsumeQueueStore>,
         index: Option<Arc<IndexService>>,
         reput_from: i64,
+        delay_levels: DelayLevels,
     ) -> Self {
         Self {
             commit_log,
             cq,
             index,
+            delay_levels,
             parse_from: SharedOffset::new(reput_from),
             visible: Arc::new(Visible {
                 offset: SharedOffset::new(reput_from),
@@ -252,7 +257,18 @@ impl Dispatcher {
                             view.physical_offset()
                         )));
                     }
-                    requests.push(DispatchRequest::from_record(&view));
+                    let mut request = DispatchRequest::from_record(&view);
+                    if is_schedule_topic(&request.topic) {
+                        // The schedule service reads due times from the
+                        // consume queue without touching the CommitLog.
+                        if let Some(due) = self
+                            .delay_levels
+                            .deliver_time_ms(delay_level_of_view(&view), request.store_timestamp)
+                        {
+                            request.tags_code = due;
+                        }
+                    }
+                    requests.push(request);
                     pos += view.total_size();
                 }
                 Frame::Blank { .. } => {

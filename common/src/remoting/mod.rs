@@ -27,7 +27,7 @@ pub use ext_fields::{ExtFields, HeaderError};
 pub use frame::MAX_FRAME_BYTES;
 pub use header::pull_sys_flag;
 pub use header::{
-    PullMessageRequestHeader, PullMessageResponseHeader, SendMessageRequestHeader,
-    SendMessageResponseHeader,
+    ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader, PullMessageResponseHeader,
+    SendMessageRequestHeader, SendMessageResponseHeader,
 };
 pub use language::LanguageCode;

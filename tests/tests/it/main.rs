@@ -9,6 +9,8 @@ mod cq_conformance;
 mod cq_model;
 mod namesrv;
 mod real_client;
+mod retry_dlq;
+mod schedule;
 mod store_bad_input;
 mod store_concurrency;
 mod store_crash;

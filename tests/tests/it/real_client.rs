@@ -115,7 +115,7 @@ fn require_node_and_client() {
 }
 
 async fn run_phase(
-    phase: u8,
+    phase: &str,
     namesrv: std::net::SocketAddr,
     topic: &str,
     group: &str,
@@ -127,7 +127,7 @@ async fn run_phase(
         "--namesrv",
         &namesrv.to_string(),
         "--phase",
-        &phase.to_string(),
+        phase,
         "--topic",
         topic,
         "--group",
@@ -159,7 +159,7 @@ async fn ali_ons_survives_restart(backend: CqBackend) {
         .await
         .unwrap();
     let ns = broker.namesrv_addr().expect("embedded NameServer");
-    let first = run_phase(1, ns, &topic, &group, &out_dir).await;
+    let first = run_phase("1", ns, &topic, &group, &out_dir).await;
     let t = Instant::now();
     broker.shutdown().await;
     let first_shutdown = t.elapsed();
@@ -177,7 +177,7 @@ async fn ali_ons_survives_restart(backend: CqBackend) {
         .await
         .unwrap();
     let ns = broker.namesrv_addr().expect("embedded NameServer");
-    let second = run_phase(2, ns, &topic, &group, &out_dir).await;
+    let second = run_phase("2", ns, &topic, &group, &out_dir).await;
     let t = Instant::now();
     broker.shutdown().await;
     let second_shutdown = t.elapsed();
@@ -204,4 +204,55 @@ async fn ali_ons_send_filter_consume_restart_file() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ali_ons_send_filter_consume_restart_rocksdb() {
     ali_ons_survives_restart(CqBackend::Rocksdb).await;
+}
+
+/// ali-ons fails messages with ACTION_RETRY: one comes back once from the
+/// group's retry topic with reconsumeTimes 1; one that always fails is
+/// delivered maxReconsumeTimes + 1 times and then sits in the DLQ, where
+/// `rmq-admin read` shows it.
+async fn ali_ons_retry_and_dlq(backend: CqBackend) {
+    if std::env::var_os("RUST_LOG").is_some() {
+        rmq_broker::logging::init();
+    }
+    require_node_and_client();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let mut settings = broker_settings(&dir.path().join("store"), backend);
+    // Retries use levels 3 and 4 (3 + reconsumeTimes): one second each here.
+    settings.store.message_delay_level = "1s 1s 1s 1s 1s 1s".into();
+    let topic = format!("OnsRetry_{backend}");
+    let group = format!("OnsRetryGroup_{backend}");
+    let broker = Broker::start(settings).await.unwrap();
+    let ns = broker.namesrv_addr().expect("embedded NameServer");
+    let run = run_phase("retry", ns, &topic, &group, &out_dir).await;
+    assert!(
+        run.succeeded(),
+        "{}",
+        run.report(&format!("retry ({backend})"))
+    );
+    let dlq = format!("%DLQ%{group}");
+    let out = rmq_broker::admin::read_queue(broker.addr(), &dlq, 0, 0, 10)
+        .await
+        .unwrap();
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("topic=")).collect();
+    assert_eq!(lines.len(), 1, "{out}");
+    assert!(
+        lines[0].contains("keys=\"retry-always\"")
+            && lines[0].contains("reconsumeTimes=3")
+            && lines[0].contains(&format!("retryTopic=\"{topic}\"")),
+        "{out}"
+    );
+    broker.shutdown().await;
+    eprintln!("ali-ons retry {backend}: {:?}\n{}", run.elapsed, run.stdout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ali_ons_retry_then_dlq_file() {
+    ali_ons_retry_and_dlq(CqBackend::File).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ali_ons_retry_then_dlq_rocksdb() {
+    ali_ons_retry_and_dlq(CqBackend::Rocksdb).await;
 }

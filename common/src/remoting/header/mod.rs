@@ -8,9 +8,11 @@
 pub mod pull;
 pub mod pull_sys_flag;
 pub mod send;
+pub mod send_back;
 
 pub use pull::{PullMessageRequestHeader, PullMessageResponseHeader};
 pub use send::{SendMessageRequestHeader, SendMessageResponseHeader};
+pub use send_back::ConsumerSendMsgBackRequestHeader;
 
 use std::collections::BTreeMap;
 

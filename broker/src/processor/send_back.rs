@@ -1,0 +1,170 @@
+//! CONSUMER_SEND_MSG_BACK: a consumer failed a message. The broker copies it
+//! into the group's retry topic `%RETRY%<group>` with a delay level (so the
+//! schedule service hands it back later), or, once the group's retries are
+//! used up (or the client asks with a negative level), into the group's
+//! dead-letter topic `%DLQ%<group>`.
+
+use std::sync::Arc;
+
+use rmq_common::constants::{property, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
+use rmq_common::message::encode_offset_msg_id;
+use rmq_common::message::record::RecordView;
+use rmq_common::names::validate_group;
+use rmq_common::remoting::{ConsumerSendMsgBackRequestHeader, RemotingCommand, ResponseCode};
+
+use super::{blocking, success, Handled, Refusal};
+use crate::context::BrokerContext;
+
+/// The delay level RocketMQ gives the first retry when the client leaves the
+/// choice to the broker (level 3 = 10 s with the default table); each
+/// further retry waits one level longer.
+pub const FIRST_RETRY_LEVEL: i32 = 3;
+
+/// Where a sent-back message goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendBackTarget {
+    /// `%RETRY%<group>` with this delay level.
+    Retry {
+        /// Delay level (before clamping to the table).
+        delay_level: i32,
+    },
+    /// `%DLQ%<group>`.
+    DeadLetter,
+}
+
+/// Decides between retry and DLQ: the DLQ once `reconsume_times` reached
+/// `max_reconsume_times` or when the client asks with a negative level;
+/// otherwise a retry at the client's level, or `3 + reconsume_times` when it
+/// sent 0.
+pub fn send_back_target(
+    delay_level: i32,
+    reconsume_times: i32,
+    max_reconsume_times: i32,
+) -> SendBackTarget {
+    if reconsume_times >= max_reconsume_times || delay_level < 0 {
+        return SendBackTarget::DeadLetter;
+    }
+    let delay_level = if delay_level == 0 {
+        FIRST_RETRY_LEVEL.saturating_add(reconsume_times)
+    } else {
+        delay_level
+    };
+    SendBackTarget::Retry { delay_level }
+}
+
+/// Handles a send-back.
+pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+    let h = ConsumerSendMsgBackRequestHeader::from_ext(&req.ext())?;
+    validate_group(&h.group).map_err(|e| {
+        Refusal::new(
+            ResponseCode::SubscriptionGroupNotExist,
+            format!("consumer group {:?}: {e}", h.group),
+        )
+    })?;
+    let store = Arc::clone(&ctx.store);
+    let offset = h.offset;
+    let original = blocking(move || store.record_at(offset).map(|s| s.bytes().to_vec()))
+        .await?
+        .ok_or_else(|| {
+            Refusal::new(
+                ResponseCode::SystemError,
+                format!(
+                    "look message by offset failed, {offset}: no message starts there \
+                     (deleted by retention, or never stored)"
+                ),
+            )
+        })?;
+    let view = RecordView::parse(&original, false).map_err(|e| {
+        Refusal::new(
+            ResponseCode::SystemError,
+            format!("look message by offset failed, {offset}: {e}"),
+        )
+    })?;
+    let max = h
+        .max_reconsume_times
+        .unwrap_or(ctx.settings.broker.max_reconsume_times);
+    let reconsume = view.reconsume_times();
+    let target = send_back_target(h.delay_level, reconsume, max);
+    let topic = match target {
+        SendBackTarget::Retry { .. } => format!("{RETRY_GROUP_TOPIC_PREFIX}{}", h.group),
+        SendBackTarget::DeadLetter => format!("{DLQ_GROUP_TOPIC_PREFIX}{}", h.group),
+    };
+    let config = match ctx.topics.get_or_create(&topic, 1) {
+        Ok((config, created)) => {
+            if created {
+                tracing::info!(topic, "created topic for sent-back messages");
+                ctx.topics_changed.notify_one();
+            }
+            config
+        }
+        Err(e) => return Err(Refusal::new(ResponseCode::SystemError, e.to_string())),
+    };
+    if !config.writable() {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!("the topic[{topic}] sending message is forbidden"),
+        ));
+    }
+
+    let mut msg = view.to_message();
+    if msg.properties.get(property::RETRY_TOPIC).is_none() {
+        msg.properties.insert(property::RETRY_TOPIC, view.topic());
+    }
+    if msg.properties.get(property::ORIGIN_MESSAGE_ID).is_none() {
+        let id = encode_offset_msg_id(view.store_host(), view.physical_offset());
+        msg.properties.insert(property::ORIGIN_MESSAGE_ID, id);
+    }
+    msg.properties
+        .insert(property::RECONSUME_TIME, (reconsume + 1).to_string());
+    msg.properties
+        .insert(property::MAX_RECONSUME_TIMES, max.to_string());
+    msg.properties.remove(property::DELAY_TIME_LEVEL);
+    if let SendBackTarget::Retry { delay_level } = target {
+        msg.properties
+            .insert(property::DELAY_TIME_LEVEL, delay_level.to_string());
+    }
+    msg.topic = topic.clone();
+    msg.queue_id = 0;
+    msg.reconsume_times = reconsume + 1;
+    msg.store_host = ctx.store_host;
+    if target == SendBackTarget::DeadLetter {
+        tracing::info!(
+            group = %h.group,
+            from_topic = %view.topic(),
+            offset,
+            reconsume_times = reconsume,
+            max_reconsume_times = max,
+            "message moved to the dead-letter queue"
+        );
+    }
+    let store = Arc::clone(&ctx.store);
+    blocking(move || store.put_message(&msg)).await??;
+    // FLUSH_DISK_TIMEOUT still stored it: answering an error would make the
+    // client retry locally and consume it twice.
+    Ok(success())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_levels_and_the_dlq_rule() {
+        assert_eq!(
+            send_back_target(0, 0, 16),
+            SendBackTarget::Retry { delay_level: 3 }
+        );
+        assert_eq!(
+            send_back_target(0, 5, 16),
+            SendBackTarget::Retry { delay_level: 8 }
+        );
+        assert_eq!(
+            send_back_target(2, 5, 16),
+            SendBackTarget::Retry { delay_level: 2 }
+        );
+        assert_eq!(send_back_target(0, 16, 16), SendBackTarget::DeadLetter);
+        assert_eq!(send_back_target(0, 17, 16), SendBackTarget::DeadLetter);
+        assert_eq!(send_back_target(-1, 0, 16), SendBackTarget::DeadLetter);
+        assert_eq!(send_back_target(0, 0, 0), SendBackTarget::DeadLetter);
+    }
+}
