@@ -25,6 +25,9 @@ use crate::processor::BrokerHandler;
 use crate::pull_hold::PullHoldService;
 use crate::remoting::{serve, ServerOptions};
 use crate::service::schedule::{ScheduleService, Scheduler};
+use crate::service::transaction::{
+    ProducerCheckSender, TransactionService, Transactions, TxSettings,
+};
 use crate::store::MessageStore;
 
 /// Longest a shutdown waits for connection tasks to finish.
@@ -57,6 +60,7 @@ pub struct Broker {
     addr: SocketAddr,
     namesrv: Option<NameServerHandle>,
     schedule: Option<ScheduleService>,
+    transaction: Option<TransactionService>,
     cancel: CancellationToken,
     tracker: TaskTracker,
 }
@@ -120,16 +124,39 @@ impl Broker {
         .map_err(|e| {
             BrokerError::Store(rmq_store_file::StoreError::io("start schedule threads", e))
         })?;
+        let transactions = Arc::new(Transactions::open(
+            Arc::clone(&store),
+            Arc::clone(&offsets),
+            TxSettings {
+                timeout_ms: i64::try_from(settings.broker.transaction_time_out_ms)
+                    .unwrap_or(i64::MAX),
+                check_max: settings.broker.transaction_check_max,
+            },
+        )?);
+        let clients = Arc::new(ClientManager::new());
+        let transaction = TransactionService::start(
+            Arc::clone(&transactions),
+            Arc::new(ProducerCheckSender::new(Arc::clone(&clients))),
+            addr,
+            Duration::from_millis(settings.broker.transaction_check_interval_ms),
+        )
+        .map_err(|e| {
+            BrokerError::Store(rmq_store_file::StoreError::io(
+                "start transaction check thread",
+                e,
+            ))
+        })?;
         let ctx = Arc::new(BrokerContext {
             settings,
             store,
             topics,
             offsets,
-            clients: Arc::new(ClientManager::new()),
+            clients,
             pull_hold,
             locks: Arc::new(QueueLockManager::new()),
             store_host: addr,
             scheduler,
+            transactions,
             topics_changed: Arc::new(Notify::new()),
         });
 
@@ -166,6 +193,7 @@ impl Broker {
             addr,
             namesrv,
             schedule: Some(schedule),
+            transaction: Some(transaction),
             cancel,
             tracker,
         })
@@ -199,6 +227,11 @@ impl Broker {
         }
         if let Err(e) = self.ctx.offsets.persist() {
             tracing::error!(error = %e, "persisting consumer offsets failed");
+        }
+        if let Some(transaction) = self.transaction.take() {
+            if let Err(e) = tokio::task::spawn_blocking(move || transaction.stop()).await {
+                tracing::error!(error = %e, "transaction service stop task failed");
+            }
         }
         if let Some(schedule) = self.schedule.take() {
             if let Err(e) = tokio::task::spawn_blocking(move || schedule.stop()).await {

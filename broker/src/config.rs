@@ -58,6 +58,14 @@ pub struct BrokerConfig {
     /// Retries a consumer group gets before a message goes to its DLQ, when
     /// the client's send-back does not say (RocketMQ's `retryMaxTimes`).
     pub max_reconsume_times: i32,
+    /// A half message younger than this is not checked back.
+    #[serde(rename = "transactionTimeOut")]
+    pub transaction_time_out_ms: u64,
+    /// Check-backs of one half before it goes to TRANS_CHECK_MAX_TIME_TOPIC.
+    pub transaction_check_max: i32,
+    /// Interval of the transaction check walk.
+    #[serde(rename = "transactionCheckInterval")]
+    pub transaction_check_interval_ms: u64,
 }
 
 impl Default for BrokerConfig {
@@ -80,6 +88,9 @@ impl Default for BrokerConfig {
             max_in_flight_per_connection: 256,
             metrics_port: 5557,
             max_reconsume_times: 16,
+            transaction_time_out_ms: 6_000,
+            transaction_check_max: 15,
+            transaction_check_interval_ms: 60_000,
         }
     }
 }
@@ -133,6 +144,18 @@ impl BrokerConfig {
             return Err(ConfigError::new(
                 "maxReconsumeTimes",
                 "must be within 0..=10000",
+            ));
+        }
+        if !(1..=1_000).contains(&self.transaction_check_max) {
+            return Err(ConfigError::new(
+                "transactionCheckMax",
+                "must be within 1..=1000",
+            ));
+        }
+        if self.transaction_check_interval_ms < 10 {
+            return Err(ConfigError::new(
+                "transactionCheckInterval",
+                "must be at least 10 ms",
             ));
         }
         if self.max_in_flight_per_connection == 0 {

@@ -11,6 +11,7 @@ use crate::meta::{ConsumerOffsetManager, TopicConfigManager};
 use crate::processor::lock::QueueLockManager;
 use crate::pull_hold::PullHoldService;
 use crate::service::schedule::Scheduler;
+use crate::service::transaction::Transactions;
 use crate::store::MessageStore;
 
 /// Shared broker state.
@@ -34,6 +35,8 @@ pub struct BrokerContext {
     pub store_host: SocketAddr,
     /// Delay-level delivery (progress, pending counts).
     pub scheduler: Arc<Scheduler>,
+    /// Half messages and their resolution.
+    pub transactions: Arc<Transactions>,
     /// Signalled when topics change, so NameServers hear of it at once.
     pub topics_changed: Arc<Notify>,
 }

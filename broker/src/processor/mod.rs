@@ -9,6 +9,7 @@ pub mod pull;
 pub mod query;
 pub mod send;
 pub mod send_back;
+pub mod transaction;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -114,6 +115,7 @@ async fn dispatch(
         }
         RequestCode::PullMessage => pull::handle(ctx, req, || gone.token(conn)).await,
         RequestCode::ConsumerSendMsgBack => send_back::handle(ctx, req).await,
+        RequestCode::EndTransaction => transaction::handle(ctx, req).await,
         RequestCode::QueryConsumerOffset
         | RequestCode::UpdateConsumerOffset
         | RequestCode::GetMaxOffset

@@ -15,6 +15,7 @@ use rmq_common::remoting::{
 use super::{blocking, Handled, Refusal};
 use crate::context::BrokerContext;
 use crate::remoting::Connection;
+use crate::service::transaction::half_message;
 use crate::store::PutStatus;
 
 /// Spreads sends that let the broker choose the queue.
@@ -57,12 +58,14 @@ pub async fn handle(
     }
     let properties =
         Properties::decode(header.properties.as_deref().unwrap_or_default().as_bytes());
-    if properties.get(property::TRANSACTION_PREPARED) == Some("true") {
-        return Err(Refusal::new(
-            ResponseCode::NoPermission,
-            "transactional messages are not supported by this broker version",
-        ));
-    }
+    let prepared = properties.get(property::TRANSACTION_PREPARED) == Some("true");
+    let transaction_id = prepared
+        .then(|| {
+            properties
+                .get(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+                .map(str::to_owned)
+        })
+        .flatten();
     let template = MessageToStore {
         topic: header.topic.clone(),
         queue_id,
@@ -105,6 +108,17 @@ pub async fn handle(
             "a batch cannot be delayed: send delayed messages one by one",
         ));
     }
+    let messages = if prepared {
+        if is_batch {
+            return Err(Refusal::new(
+                ResponseCode::MessageIllegal,
+                "a batch cannot be transactional: send half messages one by one",
+            ));
+        }
+        messages.into_iter().map(half_message).collect()
+    } else {
+        messages
+    };
     let store = Arc::clone(&ctx.store);
     let result = blocking(move || {
         if messages.len() == 1 {
@@ -133,7 +147,7 @@ pub async fn handle(
         msg_id,
         queue_id,
         queue_offset: first.queue_offset,
-        transaction_id: None,
+        transaction_id,
     }
     .to_ext();
     resp.put_ext("MSG_REGION", "DefaultRegion");

@@ -1,3 +1,5 @@
-//! Broker services built on the store: the schedule service (delay levels).
+//! Broker services built on the store: the schedule service (delay levels)
+//! and the transaction check walk.
 
 pub mod schedule;
+pub mod transaction;

@@ -4,14 +4,15 @@
 
 use std::borrow::Cow;
 
-use rmq_common::constants::{property, SCHEDULE_TOPIC};
+use rmq_common::constants::{property, SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 use rmq_common::delay::{delay_level_of, DelayLevels};
 use rmq_common::message::{sysflag, MessageToStore};
 
 /// `msg` as it must be stored: rewritten into the schedule topic when it
 /// asks for a delay, unchanged otherwise. Prepared and rolled-back
 /// transactional messages ignore the level (as RocketMQ does): only a plain
-/// or committed message is delayed.
+/// or committed message is delayed, and never one in the schedule or
+/// transaction system topics (a half keeps its DELAY property untouched).
 pub(crate) fn schedule_rewrite<'a>(
     levels: &DelayLevels,
     msg: &'a MessageToStore,
@@ -23,7 +24,9 @@ pub(crate) fn schedule_rewrite<'a>(
     let Some(level) = levels.clamp(delay_level_of(&msg.properties)) else {
         return Cow::Borrowed(msg);
     };
-    if !delayable || msg.topic == SCHEDULE_TOPIC {
+    let system =
+        [SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC].contains(&msg.topic.as_str());
+    if !delayable || system {
         return Cow::Borrowed(msg);
     }
     let mut out = msg.clone();

@@ -27,7 +27,8 @@ pub use ext_fields::{ExtFields, HeaderError};
 pub use frame::MAX_FRAME_BYTES;
 pub use header::pull_sys_flag;
 pub use header::{
-    ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader, PullMessageResponseHeader,
+    end_state, CheckTransactionStateRequestHeader, ConsumerSendMsgBackRequestHeader,
+    EndTransactionRequestHeader, PullMessageRequestHeader, PullMessageResponseHeader,
     SendMessageRequestHeader, SendMessageResponseHeader,
 };
 pub use language::LanguageCode;

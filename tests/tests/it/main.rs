@@ -19,3 +19,4 @@ mod store_read_path;
 mod store_recovery;
 mod store_segments;
 mod store_switch;
+mod transactions;

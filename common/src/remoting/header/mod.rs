@@ -9,10 +9,12 @@ pub mod pull;
 pub mod pull_sys_flag;
 pub mod send;
 pub mod send_back;
+pub mod transaction;
 
 pub use pull::{PullMessageRequestHeader, PullMessageResponseHeader};
 pub use send::{SendMessageRequestHeader, SendMessageResponseHeader};
 pub use send_back::ConsumerSendMsgBackRequestHeader;
+pub use transaction::{end_state, CheckTransactionStateRequestHeader, EndTransactionRequestHeader};
 
 use std::collections::BTreeMap;
 

@@ -39,7 +39,7 @@ pub enum SdkError {
     BadAnswer(String),
 }
 
-fn refused(resp: &RemotingCommand) -> SdkError {
+pub(crate) fn refused(resp: &RemotingCommand) -> SdkError {
     SdkError::Refused {
         code: resp.code,
         remark: resp.remark.clone().unwrap_or_default(),
@@ -60,7 +60,7 @@ pub struct OutMessage {
 }
 
 impl OutMessage {
-    fn properties(&self) -> Properties {
+    pub(crate) fn properties(&self) -> Properties {
         let mut p: Properties = self.properties.iter().cloned().collect();
         if let Some(t) = &self.tags {
             p.insert(property::TAGS, t.as_str());
@@ -317,3 +317,6 @@ pub fn request(code: RequestCode, ext: &[(&str, String)]) -> RemotingCommand {
 pub async fn connect(addr: SocketAddr) -> Result<RemotingClient, SdkError> {
     Ok(RemotingClient::connect(addr).await?)
 }
+
+pub mod transaction;
+pub use transaction::{CheckedHalf, LocalTxState, TransactionProducer};

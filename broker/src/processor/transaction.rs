@@ -1,0 +1,36 @@
+//! END_TRANSACTION: the producer's commit, rollback or "unknown" for a half
+//! message. Clients send it oneway, so a refusal is also logged.
+
+use std::sync::Arc;
+
+use rmq_common::remoting::{EndTransactionRequestHeader, RemotingCommand, ResponseCode};
+
+use super::{blocking, success, Handled, Refusal};
+use crate::context::BrokerContext;
+use crate::service::transaction::{EndError, EndOutcome};
+
+/// Handles END_TRANSACTION.
+pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+    let h = EndTransactionRequestHeader::from_ext(&req.ext())?;
+    let (tx, host) = (Arc::clone(&ctx.transactions), ctx.store_host);
+    let header = h.clone();
+    match blocking(move || tx.end(&header, host)).await? {
+        Ok(EndOutcome::Committed(a)) => {
+            tracing::debug!(group = %h.producer_group, half = h.tran_state_table_offset,
+                real_offset = a.phy_offset, from_check = h.from_transaction_check, "transaction committed");
+            Ok(success())
+        }
+        Ok(EndOutcome::RolledBack) => {
+            tracing::debug!(group = %h.producer_group, half = h.tran_state_table_offset,
+                from_check = h.from_transaction_check, "transaction rolled back");
+            Ok(success())
+        }
+        Ok(EndOutcome::Unknown) => Ok(success()),
+        Err(EndError::Store(e)) => Err(e.into()),
+        Err(e) => {
+            tracing::warn!(group = %h.producer_group, half = h.tran_state_table_offset,
+                commit_log_offset = h.commit_log_offset, reason = %e, "END_TRANSACTION refused");
+            Err(Refusal::new(ResponseCode::SystemError, e.to_string()))
+        }
+    }
+}
