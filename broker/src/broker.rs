@@ -59,6 +59,7 @@ pub struct Broker {
     ctx: Arc<BrokerContext>,
     addr: SocketAddr,
     namesrv: Option<NameServerHandle>,
+    metrics_addr: Option<SocketAddr>,
     schedule: Option<ScheduleService>,
     transaction: Option<TransactionService>,
     cancel: CancellationToken,
@@ -100,9 +101,13 @@ impl Broker {
         };
 
         let store_config = settings.store.clone();
-        let store = tokio::task::spawn_blocking(move || MessageStore::open(store_config))
-            .await
-            .map_err(|e| BrokerError::Register(format!("store open task failed: {e}")))??;
+        let prometheus = crate::metrics::install();
+        let broker_name = settings.broker.broker_name.clone();
+        let store = tokio::task::spawn_blocking(move || {
+            MessageStore::open_for_broker(store_config, &broker_name)
+        })
+        .await
+        .map_err(|e| BrokerError::Register(format!("store open task failed: {e}")))??;
         let store = Arc::new(store);
         let root = settings.store.store_path_root_dir.clone();
         let topics = Arc::new(TopicConfigManager::open(
@@ -157,6 +162,7 @@ impl Broker {
             store_host: addr,
             scheduler,
             transactions,
+            connections: std::sync::atomic::AtomicI64::new(0),
             topics_changed: Arc::new(Notify::new()),
         });
 
@@ -173,6 +179,7 @@ impl Broker {
             tracker.clone(),
         ));
         tracker.spawn(persist_offsets(Arc::clone(&ctx), cancel.clone()));
+        let metrics_addr = start_metrics(&ctx, prometheus, &ip, &cancel, &tracker).await?;
 
         let mut namesrv_addrs: Vec<SocketAddr> = ctx
             .settings
@@ -192,6 +199,7 @@ impl Broker {
             ctx,
             addr,
             namesrv,
+            metrics_addr,
             schedule: Some(schedule),
             transaction: Some(transaction),
             cancel,
@@ -207,6 +215,11 @@ impl Broker {
     /// Where clients connect.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Where `/metrics` is served, if it is.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// The embedded NameServer's address, if it runs.
@@ -245,6 +258,69 @@ impl Broker {
             Err(e) => tracing::error!(error = %e, "store shutdown task failed"),
         }
     }
+}
+
+/// How often the sampler refreshes the gauges (dispatch lag above all).
+const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Starts the gauge sampler and, unless `metricsPort` is -1, the `/metrics`
+/// listener on `brokerIP1` (port 0 picks one; it is logged).
+async fn start_metrics(
+    ctx: &Arc<BrokerContext>,
+    prometheus: Option<&'static metrics_exporter_prometheus::PrometheusHandle>,
+    ip: &str,
+    cancel: &CancellationToken,
+    tracker: &TaskTracker,
+) -> Result<Option<SocketAddr>, BrokerError> {
+    let backend = ctx.store.consume_queue().backend();
+    let broker = ctx.settings.broker.broker_name.clone();
+    let sampler = Arc::new(crate::metrics::Sampler::new(
+        Arc::clone(ctx),
+        crate::metrics::base_labels(&broker, backend.as_str()),
+    ));
+    {
+        let (sampler, cancel) = (Arc::clone(&sampler), cancel.clone());
+        tracker.spawn(async move {
+            let mut tick = tokio::time::interval(SAMPLE_INTERVAL);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => break,
+                    _ = tick.tick() => {
+                        let s = Arc::clone(&sampler);
+                        let _ = tokio::task::spawn_blocking(move || s.sample()).await;
+                        if let Some(h) = prometheus {
+                            h.run_upkeep();
+                        }
+                    }
+                }
+            }
+        });
+    }
+    let Ok(port) = u16::try_from(ctx.settings.broker.metrics_port) else {
+        return Ok(None);
+    };
+    let Some(handle) = prometheus else {
+        return Ok(None);
+    };
+    let listener = bind(ip, port).await?;
+    let addr = listener.local_addr().map_err(|source| BrokerError::Bind {
+        addr: format!("{ip}:{port}"),
+        source,
+    })?;
+    tracing::info!(%addr, "metrics endpoint listening at /metrics");
+    let render: Arc<dyn Fn() -> String + Send + Sync> = Arc::new(move || {
+        sampler.sample();
+        crate::metrics::render_for(handle, &broker)
+    });
+    tracker.spawn(crate::metrics::serve_metrics(
+        listener,
+        render,
+        cancel.clone(),
+        tracker.clone(),
+    ));
+    Ok(Some(addr))
 }
 
 /// Persists consumer offsets every `flushConsumerOffsetInterval`.

@@ -58,6 +58,9 @@ pub struct BrokerConfig {
     /// Retries a consumer group gets before a message goes to its DLQ, when
     /// the client's send-back does not say (RocketMQ's `retryMaxTimes`).
     pub max_reconsume_times: i32,
+    /// Log filter when `RUST_LOG` is unset (`info`, `debug`,
+    /// `info,rmq_broker::processor=debug`, ...).
+    pub log_level: String,
     /// A half message younger than this is not checked back.
     #[serde(rename = "transactionTimeOut")]
     pub transaction_time_out_ms: u64,
@@ -88,6 +91,7 @@ impl Default for BrokerConfig {
             max_in_flight_per_connection: 256,
             metrics_port: 5557,
             max_reconsume_times: 16,
+            log_level: "info".into(),
             transaction_time_out_ms: 6_000,
             transaction_check_max: 15,
             transaction_check_interval_ms: 60_000,
@@ -144,6 +148,15 @@ impl BrokerConfig {
             return Err(ConfigError::new(
                 "maxReconsumeTimes",
                 "must be within 0..=10000",
+            ));
+        }
+        if tracing_subscriber::EnvFilter::try_new(&self.log_level).is_err() {
+            return Err(ConfigError::new(
+                "logLevel",
+                format!(
+                    "{:?} is not a log filter such as info or debug",
+                    self.log_level
+                ),
             ));
         }
         if !(1..=1_000).contains(&self.transaction_check_max) {

@@ -37,6 +37,8 @@ pub struct BrokerContext {
     pub scheduler: Arc<Scheduler>,
     /// Half messages and their resolution.
     pub transactions: Arc<Transactions>,
+    /// Client connections open now.
+    pub connections: std::sync::atomic::AtomicI64,
     /// Signalled when topics change, so NameServers hear of it at once.
     pub topics_changed: Arc<Notify>,
 }

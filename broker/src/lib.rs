@@ -10,6 +10,7 @@ pub mod config;
 pub mod context;
 pub mod logging;
 pub mod meta;
+pub mod metrics;
 pub mod namesrv;
 pub mod processor;
 pub mod pull_hold;

@@ -26,13 +26,18 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    rmq_broker::logging::init();
-    let settings = Settings::load(&Sources {
+    let loaded = Settings::load(&Sources {
         file: args.config.as_deref(),
         env: std::env::vars().collect(),
         overrides: args.set.clone(),
-    })
-    .context("invalid configuration")?;
+    });
+    let level = loaded
+        .as_ref()
+        .map_or("info", |s| s.broker.log_level.as_str())
+        .to_owned();
+    let directive = rmq_broker::logging::init_with(&level);
+    let settings = loaded.context("invalid configuration")?;
+    tracing::info!(log = %directive, "logging configured");
     if args.namesrv_only {
         let ns = rmq_broker::broker::run_namesrv_only(&settings).await?;
         println!("rmq NameServer listening on {}", ns.addr());

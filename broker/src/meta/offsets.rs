@@ -74,6 +74,19 @@ impl ConsumerOffsetManager {
             .collect()
     }
 
+    /// Every committed (group, topic, queue, offset).
+    pub fn all(&self) -> Vec<(String, String, i32, i64)> {
+        let s = self.state.lock();
+        s.0.offset_table
+            .iter()
+            .filter_map(|(k, v)| k.split_once('@').map(|(t, g)| (t, g, v)))
+            .flat_map(|(t, g, v)| {
+                v.iter()
+                    .map(move |(q, o)| (g.to_owned(), t.to_owned(), *q, *o))
+            })
+            .collect()
+    }
+
     /// Groups that committed offsets for `topic`.
     pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
         let prefix = format!("{topic}@");

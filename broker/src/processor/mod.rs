@@ -28,6 +28,7 @@ use crate::remoting::{ConnId, Connection, RequestHandler};
 pub struct BrokerHandler {
     ctx: Arc<BrokerContext>,
     gone: ConnectionGone,
+    refusals: crate::logging::RateLimiter,
 }
 
 impl BrokerHandler {
@@ -36,6 +37,7 @@ impl BrokerHandler {
         Self {
             ctx,
             gone: ConnectionGone::default(),
+            refusals: crate::logging::RateLimiter::new(REFUSAL_LOG_INTERVAL),
         }
     }
 }
@@ -69,6 +71,38 @@ impl ConnectionGone {
     }
 }
 
+/// Answers that are part of normal operation, not refusals worth a line.
+const ROUTINE_CODES: [ResponseCode; 5] = [
+    ResponseCode::Success,
+    ResponseCode::PullNotFound,
+    ResponseCode::PullRetryImmediately,
+    ResponseCode::PullOffsetMoved,
+    ResponseCode::QueryNotFound,
+];
+
+/// One line per (request code, response code) per this interval.
+const REFUSAL_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl BrokerHandler {
+    /// Logs a refused request, at most one line per class per
+    /// [`REFUSAL_LOG_INTERVAL`] with the count held back.
+    fn log_refusal(&self, conn: &Connection, req: &RemotingCommand, resp: &RemotingCommand) {
+        if ROUTINE_CODES.iter().any(|c| i32::from(*c) == resp.code) {
+            return;
+        }
+        if let Some(suppressed) = self.refusals.allow((req.code, resp.code)) {
+            tracing::warn!(
+                peer = %conn.peer,
+                request = req.code,
+                response = resp.code,
+                remark = resp.remark.as_deref().unwrap_or(""),
+                suppressed,
+                "request refused"
+            );
+        }
+    }
+}
+
 impl RequestHandler for BrokerHandler {
     fn handle(
         self: Arc<Self>,
@@ -78,6 +112,9 @@ impl RequestHandler for BrokerHandler {
         async move {
             let oneway = req.is_oneway();
             let resp = dispatch(&self.ctx, &self.gone, &conn, &req).await;
+            if let Some(r) = &resp {
+                self.log_refusal(&conn, &req, r);
+            }
             let resp = resp.map(|mut r| {
                 r.opaque = req.opaque;
                 r.serialize_type = req.serialize_type;
@@ -93,7 +130,16 @@ impl RequestHandler for BrokerHandler {
         .boxed()
     }
 
+    fn connection_opened(&self, _conn: &Arc<Connection>) {
+        self.ctx
+            .connections
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
     fn connection_closed(&self, conn: &Arc<Connection>) {
+        self.ctx
+            .connections
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         self.gone.closed(conn.id);
         let change = self.ctx.clients.connection_closed(conn.id);
         client::notify_group_changes(&self.ctx, &change);

@@ -80,6 +80,9 @@ pub trait RequestHandler: Send + Sync + 'static {
     /// A response to a request this side sent on the connection.
     fn response(&self, _conn: &Arc<Connection>, _resp: RemotingCommand) {}
 
+    /// A connection was accepted.
+    fn connection_opened(&self, _conn: &Arc<Connection>) {}
+
     /// The connection is gone.
     fn connection_closed(&self, _conn: &Arc<Connection>) {}
 }
@@ -153,6 +156,7 @@ async fn connection<H: RequestHandler>(
         last_seen_ms: AtomicI64::new(rmq_common::time::now_ms()),
     });
     tracing::debug!(%peer, id = conn.id, "connection opened");
+    handler.connection_opened(&conn);
     let writer_cancel = cancel.clone();
     let writer = tracker.spawn(async move {
         loop {

@@ -86,6 +86,23 @@ impl MessageStore {
         max_bytes: usize,
         filter: &dyn MessageFilter,
     ) -> Result<GetMessageResult, StoreError> {
+        let started = std::time::Instant::now();
+        let r = self.get_message_inner(topic, queue_id, offset, max_count, max_bytes, filter);
+        if let Ok(r) = &r {
+            self.metrics.get(r.messages.len() as u64, started.elapsed());
+        }
+        r
+    }
+
+    fn get_message_inner(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_count: usize,
+        max_bytes: usize,
+        filter: &dyn MessageFilter,
+    ) -> Result<GetMessageResult, StoreError> {
         let known =
             self.cq.max_offset(topic, queue_id)? > 0 || self.cq.min_offset(topic, queue_id)? > 0;
         if !known {
@@ -172,13 +189,16 @@ impl MessageStore {
         let mut skip_below_phy = i64::MIN;
         'outer: while scanned < scan_limit && cursor < max {
             units.clear();
-            match self.cq.get(
+            let read_started = std::time::Instant::now();
+            let read = self.cq.get(
                 topic,
                 queue_id,
                 cursor,
                 CQ_READ_CHUNK.min(scan_limit - scanned),
                 &mut units,
-            ) {
+            );
+            self.metrics.cq_read(read_started.elapsed());
+            match read {
                 Ok(()) => {}
                 Err(CqError::Compacted { min_offset, .. }) => {
                     // Min moved under us (retention): tell the client where to go.

@@ -27,6 +27,8 @@ use parking_lot::Mutex;
 use rmq_common::cq::ConsumeQueueStore;
 use rmq_common::time::Clock;
 use rmq_common::{DelayLevels, StoreConfig};
+
+use crate::metrics::StoreMetrics;
 use rmq_store_file::commitlog::CommitLog;
 use rmq_store_file::index::IndexService;
 use rmq_store_file::root::{AbortFile, Checkpoint, RootLock};
@@ -39,6 +41,7 @@ use self::services::Services;
 pub struct MessageStore {
     config: StoreConfig,
     delay_levels: DelayLevels,
+    metrics: StoreMetrics,
     clock: Arc<dyn Clock>,
     commit_log: Arc<CommitLog>,
     cq: Arc<dyn ConsumeQueueStore>,
@@ -61,6 +64,11 @@ impl MessageStore {
     /// The parsed `messageDelayLevel` table.
     pub fn delay_levels(&self) -> &DelayLevels {
         &self.delay_levels
+    }
+
+    /// The metric handles the store records into.
+    pub fn metrics(&self) -> &StoreMetrics {
+        &self.metrics
     }
 
     /// The clock that stamps store times.

@@ -19,6 +19,7 @@ use super::factory::open_consume_queue_store;
 use super::reput::Dispatcher;
 use super::services::Services;
 use super::MessageStore;
+use crate::metrics::StoreMetrics;
 
 /// What start-up found and did.
 #[derive(Debug, Clone)]
@@ -52,6 +53,20 @@ impl MessageStore {
         clock: Arc<dyn Clock>,
         cq: Option<Box<dyn ConsumeQueueStore>>,
     ) -> Result<Self, StoreError> {
+        Self::open_labelled(config, clock, cq, "store")
+    }
+
+    /// Opens the store of broker `broker` (its metrics carry that label).
+    pub fn open_for_broker(config: StoreConfig, broker: &str) -> Result<Self, StoreError> {
+        Self::open_labelled(config, Arc::new(SystemClock), None, broker)
+    }
+
+    fn open_labelled(
+        config: StoreConfig,
+        clock: Arc<dyn Clock>,
+        cq: Option<Box<dyn ConsumeQueueStore>>,
+        broker: &str,
+    ) -> Result<Self, StoreError> {
         let started = Instant::now();
         config.validate()?;
         let delay_levels = config.delay_levels()?;
@@ -66,6 +81,7 @@ impl MessageStore {
             None => Arc::from(open_consume_queue_store(&config)?),
         };
         let backend = cq.backend();
+        let metrics = StoreMetrics::new(broker, backend.as_str());
         let dispatched = cq.dispatched_phy_offset()?;
         let (commit_log, recovery) = CommitLog::open(
             &config,
@@ -77,6 +93,8 @@ impl MessageStore {
             },
         )?;
         let commit_log = Arc::new(commit_log);
+        let flush_metrics = metrics.clone();
+        commit_log.set_flush_observer(Box::new(move |took| flush_metrics.flushed(took)));
         // No unit may point at or past the valid tail.
         cq.truncate_from_phy(recovery.tail)?;
         let index = if config.message_index_enable {
@@ -96,6 +114,7 @@ impl MessageStore {
             index.clone(),
             redispatch_from,
             delay_levels.clone(),
+            metrics.clone(),
         ));
         // Dispatch everything the consume queue missed before any new append
         // takes a queue offset, so offsets continue without reuse.
@@ -139,6 +158,7 @@ impl MessageStore {
         Ok(Self {
             config,
             delay_levels,
+            metrics,
             clock,
             commit_log,
             cq,

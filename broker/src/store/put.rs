@@ -37,10 +37,12 @@ impl MessageStore {
     /// [`schedule_rewrite`]); the result then names where it waits.
     pub fn put_message(&self, msg: &MessageToStore) -> Result<PutMessageResult, StoreError> {
         self.ensure_running()?;
+        let started = std::time::Instant::now();
         let msg = schedule_rewrite(&self.delay_levels, msg);
         let r = self.commit_log.append(&msg)?;
         self.dispatcher.notify_new_data();
         let status = self.wait_if_sync(r.end_offset(), wants_wait(&msg))?;
+        self.metrics.put(&msg.topic, 1, started.elapsed());
         Ok(PutMessageResult {
             status,
             appended: vec![r],
@@ -51,11 +53,16 @@ impl MessageStore {
     /// apply to batches (RocketMQ refuses them; the send path does too).
     pub fn put_messages(&self, msgs: &[MessageToStore]) -> Result<PutMessageResult, StoreError> {
         self.ensure_running()?;
+        let started = std::time::Instant::now();
         let appended = self.commit_log.append_batch(msgs)?;
         self.dispatcher.notify_new_data();
         let end = appended.last().map_or(0, AppendResult::end_offset);
         let wait = msgs.first().is_none_or(wants_wait);
         let status = self.wait_if_sync(end, wait)?;
+        if let Some(first) = msgs.first() {
+            self.metrics
+                .put(&first.topic, appended.len() as u64, started.elapsed());
+        }
         Ok(PutMessageResult { status, appended })
     }
 

@@ -16,6 +16,7 @@ use rmq_store_file::StoreError;
 
 use super::arrival::MessageArrivalListener;
 use super::SharedOffset;
+use crate::metrics::StoreMetrics;
 
 /// Records dispatched in one pass at most (one consume-queue batch).
 const MAX_RECORDS_PER_PASS: usize = 4096;
@@ -43,6 +44,7 @@ pub(crate) struct Dispatcher {
     index: Option<Arc<IndexService>>,
     /// For the delivery time a schedule-topic unit keeps as its tagsCode.
     delay_levels: DelayLevels,
+    metrics: StoreMetrics,
     /// Where the next pass starts parsing; may run ahead of what the
     /// consume-queue backend has written.
     parse_from: SharedOffset,
@@ -103,12 +105,14 @@ impl Dispatcher {
         index: Option<Arc<IndexService>>,
         reput_from: i64,
         delay_levels: DelayLevels,
+        metrics: StoreMetrics,
     ) -> Self {
         Self {
             commit_log,
             cq,
             index,
             delay_levels,
+            metrics,
             parse_from: SharedOffset::new(reput_from),
             visible: Arc::new(Visible {
                 offset: SharedOffset::new(reput_from),
@@ -306,10 +310,22 @@ impl Dispatcher {
             .collect();
         let visible = Arc::clone(&self.visible);
         let commit_log = Arc::clone(&self.commit_log);
+        let metrics = self.metrics.clone();
+        let store_times: Vec<i64> = puts.iter().map(|p| p.store_timestamp).collect();
+        let handed_over = std::time::Instant::now();
         self.cq.put_async(
             puts,
             next_from,
-            Box::new(move |result| visible.written(&commit_log, result, next_from, arrived)),
+            Box::new(move |result| {
+                if result.is_ok() {
+                    metrics.cq_write(store_times.len(), handed_over.elapsed());
+                    let now = rmq_common::time::now_ms();
+                    for ts in &store_times {
+                        metrics.dispatched(now - ts);
+                    }
+                }
+                visible.written(&commit_log, result, next_from, arrived)
+            }),
         );
         if let Some(index) = &self.index {
             for r in requests.iter().filter(|r| r.goes_to_index()) {

@@ -71,7 +71,9 @@ impl CommitLog {
     /// unknown, so no later write may be acknowledged as durable.
     pub fn flush(&self, least_pages: usize) -> Result<i64> {
         let store_ts = self.last_store_timestamp.load(Ordering::Acquire);
+        let started = std::time::Instant::now();
         let mut flushed = self.flushed_offset();
+        let flushed_before = flushed;
         for seg in self.segments.snapshot() {
             let end = seg.file_from_offset() + seg.file_size() as i64;
             if end <= flushed {
@@ -91,6 +93,11 @@ impl CommitLog {
             }
         }
         self.flushed_where.fetch_max(flushed, Ordering::AcqRel);
+        if flushed > flushed_before {
+            if let Some(observe) = self.flush_observer.0.get() {
+                observe(started.elapsed());
+            }
+        }
         if flushed >= self.max_offset() {
             self.flushed_store_timestamp
                 .fetch_max(store_ts, Ordering::AcqRel);

@@ -61,7 +61,26 @@ pub struct CommitLog {
     poisoned: Mutex<Option<String>>,
     flush_queue: Mutex<FlushQueue>,
     flush_wakeup: Condvar,
+    /// Told how long each flush pass that wrote something took (metrics).
+    flush_observer: ObserverCell,
 }
+
+/// Holds the flush observer; `Debug` without showing the closure.
+#[derive(Default)]
+struct ObserverCell(std::sync::OnceLock<FlushObserver>);
+
+impl std::fmt::Debug for ObserverCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "ObserverCell(set)"
+        } else {
+            "ObserverCell(unset)"
+        })
+    }
+}
+
+/// Receives the duration of each flush pass that synced data.
+pub type FlushObserver = Box<dyn Fn(std::time::Duration) + Send + Sync>;
 
 impl CommitLog {
     /// Opens the CommitLog under `config.commit_log_dir()` and recovers its
@@ -88,6 +107,7 @@ impl CommitLog {
             poisoned: Mutex::new(None),
             flush_queue: Mutex::new(FlushQueue::default()),
             flush_wakeup: Condvar::new(),
+            flush_observer: ObserverCell::default(),
         };
         let report = log.recover(options)?;
         log.segments.start_allocator(config.warm_mapped_file_enable);
@@ -97,6 +117,11 @@ impl CommitLog {
     /// Chooses how flushes sync (for the msync/fdatasync comparison bench).
     pub fn set_flush_method(&mut self, method: FlushMethod) {
         self.flush_method = method;
+    }
+
+    /// Sets the observer of flush durations (once; later calls are ignored).
+    pub fn set_flush_observer(&self, observer: FlushObserver) {
+        let _ = self.flush_observer.0.set(observer);
     }
 
     /// ASYNC_FLUSH or SYNC_FLUSH.

@@ -7,6 +7,7 @@ mod broker_clients;
 mod broker_server;
 mod cq_conformance;
 mod cq_model;
+mod metrics;
 mod namesrv;
 mod real_client;
 mod retry_dlq;

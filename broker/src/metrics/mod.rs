@@ -1,0 +1,157 @@
+//! Prometheus metrics: the process-wide recorder, the names (DESIGN section
+//! 8), the per-store handles the hot paths record into, the sampler that
+//! sets gauges, and the `/metrics` endpoint.
+//!
+//! Every series carries `broker` and `backend` labels, so two brokers side
+//! by side (or in one test process) are told apart. Label values come from
+//! bounded sets only.
+
+mod http;
+mod sampler;
+mod store;
+
+pub use http::serve_metrics;
+pub use sampler::{Sampler, CONSUMER_LAG_SERIES_MAX};
+pub use store::{topic_class, StoreMetrics, TOPIC_CLASSES};
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use metrics_util::MetricKindMask;
+
+/// Metric names.
+pub mod names {
+    /// Bytes appended but not yet dispatched.
+    pub const DISPATCH_BEHIND_BYTES: &str = "rmq_dispatch_behind_bytes";
+    /// Age of the oldest undispatched record.
+    pub const DISPATCH_BEHIND_SECONDS: &str = "rmq_dispatch_behind_seconds";
+    /// Per record: dispatch time - store time.
+    pub const DISPATCH_DELAY_SECONDS: &str = "rmq_dispatch_delay_seconds";
+    /// Reput position.
+    pub const REPUT_FROM_OFFSET: &str = "rmq_reput_from_offset";
+    /// CommitLog end.
+    pub const COMMITLOG_MAX_OFFSET: &str = "rmq_commitlog_max_offset";
+    /// CommitLog start.
+    pub const COMMITLOG_MIN_OFFSET: &str = "rmq_commitlog_min_offset";
+    /// Messages stored, by topic class.
+    pub const PUT_MESSAGES_TOTAL: &str = "rmq_put_messages_total";
+    /// Put latency (append + SYNC_FLUSH wait).
+    pub const PUT_LATENCY_SECONDS: &str = "rmq_put_latency_seconds";
+    /// Messages returned by pulls.
+    pub const GET_MESSAGES_TOTAL: &str = "rmq_get_messages_total";
+    /// get_message latency.
+    pub const GET_LATENCY_SECONDS: &str = "rmq_get_latency_seconds";
+    /// CommitLog flush pass latency.
+    pub const FLUSH_LATENCY_SECONDS: &str = "rmq_flush_latency_seconds";
+    /// Units per consume-queue write.
+    pub const CQ_WRITE_BATCH_SIZE: &str = "rmq_cq_write_batch_size";
+    /// Consume-queue write latency (hand-over to written).
+    pub const CQ_WRITE_LATENCY_SECONDS: &str = "rmq_cq_write_latency_seconds";
+    /// Consume-queue read latency.
+    pub const CQ_READ_LATENCY_SECONDS: &str = "rmq_cq_read_latency_seconds";
+    /// Consume-queue files open / mapped (file backend).
+    pub const CQ_OPEN_FILES: &str = "rmq_cq_open_files";
+    /// Consume-queue files mapped.
+    pub const CQ_MAPPED_FILES: &str = "rmq_cq_mapped_files";
+    /// RocksDB memtables.
+    pub const ROCKSDB_MEMTABLE_BYTES: &str = "rmq_rocksdb_memtable_bytes";
+    /// RocksDB compaction debt.
+    pub const ROCKSDB_PENDING_COMPACTION_BYTES: &str = "rmq_rocksdb_pending_compaction_bytes";
+    /// RocksDB block cache.
+    pub const ROCKSDB_BLOCK_CACHE_USAGE_BYTES: &str = "rmq_rocksdb_block_cache_usage_bytes";
+    /// 1 while RocksDB stalls writes.
+    pub const ROCKSDB_WRITE_STALLED: &str = "rmq_rocksdb_write_stalled";
+    /// Time RocksDB spent stalling writes.
+    pub const ROCKSDB_WRITE_STALL_SECONDS_TOTAL: &str = "rmq_rocksdb_write_stall_seconds_total";
+    /// Consumer lag per (group, topic), capped.
+    pub const CONSUMER_LAG_MESSAGES: &str = "rmq_consumer_lag_messages";
+    /// Delayed messages waiting, per level.
+    pub const SCHEDULE_PENDING: &str = "rmq_schedule_pending";
+    /// Half messages not resolved.
+    pub const TRANSACTION_HALF_PENDING: &str = "rmq_transaction_half_pending";
+    /// Check-backs sent.
+    pub const TRANSACTION_CHECKS_TOTAL: &str = "rmq_transaction_checks_total";
+    /// Client connections open.
+    pub const CONNECTIONS: &str = "rmq_connections";
+    /// Used fraction of the store's file system.
+    pub const STORE_DISK_USED_RATIO: &str = "rmq_store_disk_used_ratio";
+    /// Open file descriptors of the process.
+    pub const OPEN_FILES: &str = "rmq_open_files";
+    /// Memory maps of the process.
+    pub const MEMORY_MAPS: &str = "rmq_memory_maps";
+    /// Resident memory of the process.
+    pub const PROCESS_RESIDENT_BYTES: &str = "rmq_process_resident_bytes";
+}
+
+/// Latency buckets, seconds: 10 µs to 10 s.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025,
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+/// Batch-size buckets, units.
+const BATCH_BUCKETS: &[f64] = &[
+    1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0, 16384.0,
+];
+/// Gauges not set for this long disappear (a consumer group that left the
+/// top of the lag list, a broker that stopped in a test process).
+const GAUGE_IDLE: Duration = Duration::from_secs(30);
+
+static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// Installs the process-wide Prometheus recorder once and returns its
+/// handle; `None` if another recorder was installed first.
+pub fn install() -> Option<&'static PrometheusHandle> {
+    HANDLE
+        .get_or_init(|| {
+            let builder = PrometheusBuilder::new()
+                .idle_timeout(MetricKindMask::GAUGE, Some(GAUGE_IDLE))
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), LATENCY_BUCKETS)
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Full(names::CQ_WRITE_BATCH_SIZE.into()),
+                        BATCH_BUCKETS,
+                    )
+                });
+            let recorder = match builder {
+                Ok(b) => b.build_recorder(),
+                Err(e) => {
+                    tracing::error!(error = %e, "metrics recorder set-up failed");
+                    return None;
+                }
+            };
+            let handle = recorder.handle();
+            match metrics::set_global_recorder(recorder) {
+                Ok(()) => Some(handle),
+                Err(e) => {
+                    tracing::warn!(error = %e, "a metrics recorder is already installed; /metrics stays empty");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// The `broker` and `backend` labels every series of one broker carries.
+pub fn base_labels(broker: &str, backend: &str) -> Vec<metrics::Label> {
+    vec![
+        metrics::Label::new("broker", broker.to_owned()),
+        metrics::Label::new("backend", backend.to_owned()),
+    ]
+}
+
+/// The lines of a rendered scrape that belong to `broker` (series with its
+/// label, and the HELP/TYPE comments), so a process running several brokers
+/// (tests) serves each its own.
+pub fn render_for(handle: &PrometheusHandle, broker: &str) -> String {
+    let text = handle.render();
+    let needle = format!("broker=\"{broker}\"");
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        if line.starts_with('#') || line.contains(&needle) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}

@@ -1,0 +1,171 @@
+//! Gauges read from the broker's state: set every second by the broker's
+//! sampler task and once more right before each scrape.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use metrics::Label;
+use rmq_common::config::CqBackend;
+use rmq_common::message::record::RecordView;
+
+use super::names;
+use crate::context::BrokerContext;
+use crate::service::transaction::TRANS_GROUP;
+
+/// Most (group, topic) consumer-lag series; the rest are summed into one
+/// series labelled `group="_other", topic="_other"`.
+pub const CONSUMER_LAG_SERIES_MAX: usize = 50;
+
+/// Sets one broker's gauges.
+#[derive(Debug)]
+pub struct Sampler {
+    ctx: Arc<BrokerContext>,
+    labels: Vec<Label>,
+}
+
+impl Sampler {
+    /// A sampler for `ctx`, labelling with `labels` (`broker`, `backend`).
+    pub fn new(ctx: Arc<BrokerContext>, labels: Vec<Label>) -> Self {
+        Self { ctx, labels }
+    }
+
+    fn with(&self, extra: &[(&'static str, String)]) -> Vec<Label> {
+        let mut l = self.labels.clone();
+        l.extend(extra.iter().map(|(k, v)| Label::new(*k, v.clone())));
+        l
+    }
+
+    fn gauge(&self, name: &'static str, value: f64) {
+        metrics::gauge!(name, self.labels.clone()).set(value);
+    }
+
+    /// Reads everything once. Blocking (store and /proc reads).
+    pub fn sample(&self) {
+        self.dispatch();
+        self.consume_queue();
+        self.consumer_lag();
+        self.services();
+        self.process();
+    }
+
+    fn dispatch(&self) {
+        let store = &self.ctx.store;
+        let behind = store.dispatch_behind_bytes();
+        let reput = store.reput_from_offset();
+        self.gauge(names::DISPATCH_BEHIND_BYTES, behind as f64);
+        let age_s = if behind > 0 {
+            store
+                .record_at(reput)
+                .and_then(|sel| {
+                    RecordView::parse(sel.bytes(), false)
+                        .ok()
+                        .map(|v| v.store_timestamp())
+                })
+                .map_or(0.0, |ts| {
+                    (store.clock().now_ms() - ts).max(0) as f64 / 1000.0
+                })
+        } else {
+            0.0
+        };
+        self.gauge(names::DISPATCH_BEHIND_SECONDS, age_s);
+        self.gauge(names::REPUT_FROM_OFFSET, reput as f64);
+        self.gauge(names::COMMITLOG_MAX_OFFSET, store.max_phy_offset() as f64);
+        self.gauge(names::COMMITLOG_MIN_OFFSET, store.min_phy_offset() as f64);
+    }
+
+    fn consume_queue(&self) {
+        let cq = self.ctx.store.consume_queue();
+        let stats = cq.stats();
+        self.gauge(names::CQ_OPEN_FILES, stats.open_files as f64);
+        self.gauge(names::CQ_MAPPED_FILES, stats.mapped_files as f64);
+        if cq.backend() == CqBackend::Rocksdb {
+            self.gauge(names::ROCKSDB_MEMTABLE_BYTES, stats.memtable_bytes as f64);
+            self.gauge(
+                names::ROCKSDB_PENDING_COMPACTION_BYTES,
+                stats.pending_compaction_bytes as f64,
+            );
+            self.gauge(
+                names::ROCKSDB_BLOCK_CACHE_USAGE_BYTES,
+                stats.block_cache_usage_bytes as f64,
+            );
+            self.gauge(names::ROCKSDB_WRITE_STALLED, stats.write_stalled as f64);
+            self.gauge(
+                names::ROCKSDB_WRITE_STALL_SECONDS_TOTAL,
+                stats.write_stall_micros as f64 / 1e6,
+            );
+        }
+    }
+
+    /// Lag per (group, topic), the largest [`CONSUMER_LAG_SERIES_MAX`] as
+    /// their own series and the rest summed.
+    fn consumer_lag(&self) {
+        let store = &self.ctx.store;
+        let mut lag: HashMap<(String, String), i64> = HashMap::new();
+        for (group, topic, queue, offset) in self.ctx.offsets.all() {
+            if group == TRANS_GROUP {
+                continue;
+            }
+            let max = store.max_offset_in_queue(&topic, queue).unwrap_or(0);
+            *lag.entry((group, topic)).or_default() += (max - offset).max(0);
+        }
+        let mut lag: Vec<((String, String), i64)> = lag.into_iter().collect();
+        lag.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let rest: i64 = lag
+            .iter()
+            .skip(CONSUMER_LAG_SERIES_MAX)
+            .map(|(_, l)| *l)
+            .sum();
+        for ((group, topic), l) in lag.iter().take(CONSUMER_LAG_SERIES_MAX) {
+            let labels = self.with(&[("group", group.clone()), ("topic", topic.clone())]);
+            metrics::gauge!(names::CONSUMER_LAG_MESSAGES, labels).set(*l as f64);
+        }
+        if lag.len() > CONSUMER_LAG_SERIES_MAX {
+            let labels = self.with(&[("group", "_other".into()), ("topic", "_other".into())]);
+            metrics::gauge!(names::CONSUMER_LAG_MESSAGES, labels).set(rest as f64);
+        }
+    }
+
+    fn services(&self) {
+        let s = &self.ctx.scheduler;
+        for (level, _) in s.levels().iter() {
+            let labels = self.with(&[("level", level.to_string())]);
+            metrics::gauge!(names::SCHEDULE_PENDING, labels).set(s.pending(level) as f64);
+        }
+        let tx = &self.ctx.transactions;
+        self.gauge(names::TRANSACTION_HALF_PENDING, tx.pending_halves() as f64);
+        metrics::counter!(names::TRANSACTION_CHECKS_TOTAL, self.labels.clone())
+            .absolute(tx.checks_sent());
+        self.gauge(
+            names::CONNECTIONS,
+            self.ctx.connections.load(Ordering::Relaxed) as f64,
+        );
+    }
+
+    fn process(&self) {
+        let root = &self.ctx.settings.store.store_path_root_dir;
+        if let (Ok(total), Ok(free)) = (fs4::total_space(root), fs4::available_space(root)) {
+            if total > 0 {
+                let used = total.saturating_sub(free) as f64 / total as f64;
+                self.gauge(names::STORE_DISK_USED_RATIO, used);
+            }
+        }
+        if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
+            self.gauge(names::OPEN_FILES, fds.count() as f64);
+        }
+        if let Ok(maps) = std::fs::read_to_string("/proc/self/maps") {
+            self.gauge(names::MEMORY_MAPS, maps.lines().count() as f64);
+        }
+        if let Some(rss) = resident_bytes() {
+            self.gauge(names::PROCESS_RESIDENT_BYTES, rss as f64);
+        }
+    }
+}
+
+/// VmRSS of this process from /proc (Linux), bytes.
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}

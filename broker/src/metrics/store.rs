@@ -1,0 +1,136 @@
+//! Handles the store's hot paths record into, built once per store with the
+//! broker's labels (no-ops until a recorder is installed).
+
+use std::time::Duration;
+
+use metrics::{Counter, Histogram, Label};
+use rmq_common::constants::{
+    DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC,
+    TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+};
+
+use super::names;
+
+/// The bounded `topic_class` label values.
+pub const TOPIC_CLASSES: [&str; 5] = ["user", "retry", "dlq", "schedule", "transaction"];
+
+/// The `topic_class` of a stored topic (index into [`TOPIC_CLASSES`]).
+pub fn topic_class(topic: &str) -> usize {
+    if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
+        1
+    } else if topic.starts_with(DLQ_GROUP_TOPIC_PREFIX) {
+        2
+    } else if topic == SCHEDULE_TOPIC {
+        3
+    } else if [
+        TRANS_HALF_TOPIC,
+        TRANS_OP_HALF_TOPIC,
+        TRANS_CHECK_MAX_TIME_TOPIC,
+    ]
+    .contains(&topic)
+    {
+        4
+    } else {
+        0
+    }
+}
+
+/// Per-store metric handles.
+#[derive(Clone)]
+pub struct StoreMetrics {
+    labels: Vec<Label>,
+    put_total: [Counter; 5],
+    put_latency: Histogram,
+    get_total: Counter,
+    get_latency: Histogram,
+    cq_read_latency: Histogram,
+    cq_write_latency: Histogram,
+    cq_write_batch: Histogram,
+    dispatch_delay: Histogram,
+    flush_latency: Histogram,
+}
+
+impl std::fmt::Debug for StoreMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreMetrics")
+            .field("labels", &self.labels)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StoreMetrics {
+    /// Handles labelled `broker`, `backend`.
+    pub fn new(broker: &str, backend: &str) -> Self {
+        let labels = super::base_labels(broker, backend);
+        let l = || labels.clone();
+        let put_total = TOPIC_CLASSES.map(|class| {
+            let mut with = labels.clone();
+            with.push(Label::new("topic_class", class));
+            metrics::counter!(names::PUT_MESSAGES_TOTAL, with)
+        });
+        Self {
+            put_total,
+            put_latency: metrics::histogram!(names::PUT_LATENCY_SECONDS, l()),
+            get_total: metrics::counter!(names::GET_MESSAGES_TOTAL, l()),
+            get_latency: metrics::histogram!(names::GET_LATENCY_SECONDS, l()),
+            cq_read_latency: metrics::histogram!(names::CQ_READ_LATENCY_SECONDS, l()),
+            cq_write_latency: metrics::histogram!(names::CQ_WRITE_LATENCY_SECONDS, l()),
+            cq_write_batch: metrics::histogram!(names::CQ_WRITE_BATCH_SIZE, l()),
+            dispatch_delay: metrics::histogram!(names::DISPATCH_DELAY_SECONDS, l()),
+            flush_latency: metrics::histogram!(names::FLUSH_LATENCY_SECONDS, l()),
+            labels,
+        }
+    }
+
+    /// The `broker`/`backend` labels.
+    pub fn labels(&self) -> &[Label] {
+        &self.labels
+    }
+
+    /// `n` messages stored in `topic`, taking `took`.
+    pub fn put(&self, topic: &str, n: u64, took: Duration) {
+        self.put_total[topic_class(topic)].increment(n);
+        self.put_latency.record(took.as_secs_f64());
+    }
+
+    /// A get returned `n` messages, taking `took`.
+    pub fn get(&self, n: u64, took: Duration) {
+        self.get_total.increment(n);
+        self.get_latency.record(took.as_secs_f64());
+    }
+
+    /// One consume-queue read.
+    pub fn cq_read(&self, took: Duration) {
+        self.cq_read_latency.record(took.as_secs_f64());
+    }
+
+    /// One consume-queue write of `units`, from hand-over to written.
+    pub fn cq_write(&self, units: usize, took: Duration) {
+        self.cq_write_batch.record(units as f64);
+        self.cq_write_latency.record(took.as_secs_f64());
+    }
+
+    /// A record became readable `delay_ms` after it was stored.
+    pub fn dispatched(&self, delay_ms: i64) {
+        self.dispatch_delay.record(delay_ms.max(0) as f64 / 1000.0);
+    }
+
+    /// One CommitLog flush pass that wrote something.
+    pub fn flushed(&self, took: Duration) {
+        self.flush_latency.record(took.as_secs_f64());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes() {
+        assert_eq!(TOPIC_CLASSES[topic_class("Orders")], "user");
+        assert_eq!(TOPIC_CLASSES[topic_class("%RETRY%g")], "retry");
+        assert_eq!(TOPIC_CLASSES[topic_class("%DLQ%g")], "dlq");
+        assert_eq!(TOPIC_CLASSES[topic_class(SCHEDULE_TOPIC)], "schedule");
+        assert_eq!(TOPIC_CLASSES[topic_class(TRANS_HALF_TOPIC)], "transaction");
+    }
+}

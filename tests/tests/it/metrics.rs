@@ -1,0 +1,346 @@
+//! The `/metrics` endpoint after real traffic: the catalog's series exist
+//! with sane values and the right labels, dispatch lag returns to 0, every
+//! metric the Grafana dashboard uses is served, and a scrape under load
+//! answers within a bound. File and RocksDB backends.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use rmq_broker::broker::Broker;
+use rmq_broker::config::Settings;
+use rmq_broker::sdk::{self, OutMessage, PullRequest, SendCode};
+use rmq_common::config::CqBackend;
+use rmq_common::remoting::RequestCode;
+use rmq_tests::broker_settings;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Longest a scrape may take, under load included.
+const SCRAPE_BOUND: Duration = Duration::from_secs(2);
+/// Longest the test waits for a value to settle (lag back to 0, a flush).
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
+const MESSAGES: usize = 200;
+const TOPIC: &str = "MetricsTopic";
+const GROUP: &str = "MetricsGroup";
+
+fn settings(root: &std::path::Path, backend: CqBackend, test: &str) -> Settings {
+    let mut s = broker_settings(root, backend);
+    s.broker.metrics_port = 0;
+    // Unique per test: the recorder is process-wide and tests share it.
+    s.broker.broker_name = format!("metrics-{test}-{backend}");
+    s
+}
+
+async fn scrape(addr: SocketAddr) -> String {
+    let started = Instant::now();
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n")
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(SCRAPE_BOUND, s.read_to_end(&mut out))
+        .await
+        .expect("scrape answered within the bound")
+        .unwrap();
+    assert!(
+        started.elapsed() < SCRAPE_BOUND,
+        "scrape took {:?}",
+        started.elapsed()
+    );
+    let text = String::from_utf8(out).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+    body.to_owned()
+}
+
+/// One parsed sample: name, labels, value.
+#[derive(Debug, Clone)]
+struct Sample {
+    name: String,
+    labels: Vec<(String, String)>,
+    value: f64,
+}
+
+impl Sample {
+    fn label(&self, k: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Parses the Prometheus text format (the subset the exporter writes).
+fn parse(text: &str) -> Vec<Sample> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').expect("name and value");
+        let value: f64 = value.parse().unwrap_or_else(|_| panic!("value in {line}"));
+        let (name, labels) = match series.split_once('{') {
+            Some((n, rest)) => {
+                let body = rest.strip_suffix('}').expect("closing brace");
+                let labels = body
+                    .split("\",")
+                    .filter(|p| !p.is_empty())
+                    .map(|p| {
+                        let (k, v) = p.split_once("=\"").expect("k=\"v\"");
+                        (k.to_owned(), v.trim_end_matches('"').to_owned())
+                    })
+                    .collect();
+                (n.to_owned(), labels)
+            }
+            None => (series.to_owned(), Vec::new()),
+        };
+        out.push(Sample {
+            name,
+            labels,
+            value,
+        });
+    }
+    out
+}
+
+fn value(samples: &[Sample], name: &str, extra: &[(&str, &str)]) -> Option<f64> {
+    samples
+        .iter()
+        .find(|s| s.name == name && extra.iter().all(|(k, v)| s.label(k) == Some(v)))
+        .map(|s| s.value)
+}
+
+/// Scrapes until `ok` holds for the parsed samples (bounded).
+async fn scrape_until(addr: SocketAddr, what: &str, ok: impl Fn(&[Sample]) -> bool) -> Vec<Sample> {
+    let deadline = Instant::now() + SETTLE_TIMEOUT;
+    loop {
+        let samples = parse(&scrape(addr).await);
+        if ok(&samples) {
+            return samples;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not within {SETTLE_TIMEOUT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The metric names the dashboard's expressions use.
+fn dashboard_metrics() -> BTreeSet<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../grafana/dashboards/rmq-broker.json");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut exprs = Vec::new();
+    collect_exprs(&json, &mut exprs);
+    assert!(
+        exprs.len() > 20,
+        "only {} expressions in {}",
+        exprs.len(),
+        path.display()
+    );
+    let mut names = BTreeSet::new();
+    for e in exprs {
+        let mut i = 0;
+        while let Some(at) = e[i..].find("rmq_") {
+            let start = i + at;
+            let end = start
+                + e[start..]
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(e.len() - start);
+            names.insert(e[start..end].to_owned());
+            i = end;
+        }
+    }
+    names
+}
+
+fn collect_exprs(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                match (k.as_str(), v) {
+                    ("expr" | "query", serde_json::Value::String(s)) => out.push(s.clone()),
+                    ("query", serde_json::Value::Object(q)) => {
+                        if let Some(serde_json::Value::String(s)) = q.get("query") {
+                            out.push(s.clone());
+                        }
+                    }
+                    _ => collect_exprs(v, out),
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|v| collect_exprs(v, out)),
+        _ => {}
+    }
+}
+
+async fn catalog_after_traffic(backend: CqBackend) {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = settings(dir.path(), backend, "catalog");
+    let broker_name = settings.broker.broker_name.clone();
+    let broker = Broker::start(settings).await.unwrap();
+    let addr = broker.metrics_addr().expect("metrics endpoint");
+    assert!(addr.ip().is_loopback());
+    let c = sdk::connect(broker.addr()).await.unwrap();
+    for i in 0..MESSAGES {
+        let m = OutMessage {
+            body: vec![b'x'; 512],
+            keys: vec![format!("k{i}")],
+            ..OutMessage::default()
+        };
+        sdk::send(&c, SendCode::V2, "p", TOPIC, (i % 4) as i32, &[m])
+            .await
+            .unwrap();
+    }
+    // A consumer takes 30 from queue 0 (which holds MESSAGES / 4) and
+    // commits them: lag = MESSAGES / 4 - 30 (lag counts committed queues).
+    let mut got = 0;
+    let mut offset = 0;
+    while got < 30 {
+        let r = sdk::pull(
+            &c,
+            &PullRequest {
+                group: GROUP.into(),
+                topic: TOPIC.into(),
+                queue_id: 0,
+                offset,
+                max_msgs: (30 - got) as i32,
+                subscription: Some("*".into()),
+                suspend: Some(Duration::from_secs(1)),
+                commit_offset: None,
+            },
+        )
+        .await
+        .unwrap();
+        got += r.messages.len();
+        offset = r.next_begin_offset;
+    }
+    sdk::call(
+        &c,
+        sdk::request(
+            RequestCode::UpdateConsumerOffset,
+            &[
+                ("consumerGroup", GROUP.into()),
+                ("topic", TOPIC.into()),
+                ("queueId", "0".into()),
+                ("commitOffset", offset.to_string()),
+            ],
+        ),
+    )
+    .await
+    .unwrap();
+
+    let samples = scrape_until(addr, "dispatch caught up and a flush recorded", |s| {
+        value(s, "rmq_dispatch_behind_bytes", &[]) == Some(0.0)
+            && value(s, "rmq_flush_latency_seconds_count", &[]).unwrap_or(0.0) > 0.0
+            && value(s, "rmq_consumer_lag_messages", &[("group", GROUP)]).is_some()
+    })
+    .await;
+    // Every series is this broker's, with the configured backend.
+    for s in &samples {
+        assert_eq!(s.label("broker"), Some(broker_name.as_str()), "{s:?}");
+        assert_eq!(s.label("backend"), Some(backend.as_str()), "{s:?}");
+    }
+    let v = |name: &str, extra: &[(&str, &str)]| {
+        value(&samples, name, extra).unwrap_or_else(|| panic!("{name} {extra:?} missing"))
+    };
+    assert_eq!(
+        v("rmq_put_messages_total", &[("topic_class", "user")]),
+        MESSAGES as f64
+    );
+    assert_eq!(v("rmq_put_latency_seconds_count", &[]), MESSAGES as f64);
+    assert!(v("rmq_dispatch_delay_seconds_count", &[]) >= MESSAGES as f64);
+    assert_eq!(v("rmq_dispatch_behind_seconds", &[]), 0.0);
+    assert!(v("rmq_cq_write_latency_seconds_count", &[]) > 0.0);
+    assert!(v("rmq_cq_write_batch_size_sum", &[]) >= MESSAGES as f64);
+    assert!(v("rmq_cq_read_latency_seconds_count", &[]) > 0.0);
+    assert!(v("rmq_get_messages_total", &[]) >= 30.0);
+    assert_eq!(
+        v(
+            "rmq_consumer_lag_messages",
+            &[("group", GROUP), ("topic", TOPIC)]
+        ),
+        (MESSAGES / 4 - 30) as f64
+    );
+    let max = v("rmq_commitlog_max_offset", &[]);
+    assert!(max > (MESSAGES * 512) as f64);
+    assert_eq!(v("rmq_reput_from_offset", &[]), max);
+    assert_eq!(v("rmq_schedule_pending", &[("level", "1")]), 0.0);
+    assert_eq!(v("rmq_schedule_pending", &[("level", "18")]), 0.0);
+    assert_eq!(v("rmq_transaction_half_pending", &[]), 0.0);
+    assert!(v("rmq_connections", &[]) >= 1.0);
+    let ratio = v("rmq_store_disk_used_ratio", &[]);
+    assert!(ratio > 0.0 && ratio <= 1.0, "{ratio}");
+    assert!(v("rmq_open_files", &[]) > 0.0);
+    assert!(v("rmq_memory_maps", &[]) > 0.0);
+    assert!(v("rmq_process_resident_bytes", &[]) > 1e6);
+    let rocks = value(&samples, "rmq_rocksdb_memtable_bytes", &[]);
+    assert_eq!(rocks.is_some(), backend == CqBackend::Rocksdb, "{rocks:?}");
+
+    if backend == CqBackend::Rocksdb {
+        // Every metric the dashboard reads is served.
+        let served: BTreeSet<&str> = samples.iter().map(|s| s.name.as_str()).collect();
+        let missing: Vec<String> = dashboard_metrics()
+            .into_iter()
+            .filter(|n| !served.contains(n.as_str()))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "dashboard metrics not served: {missing:?}"
+        );
+    }
+    broker.shutdown().await;
+}
+
+/// Scrapes while producers send: each answer comes within the bound.
+async fn scrape_under_load(backend: CqBackend) {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(settings(dir.path(), backend, "load"))
+        .await
+        .unwrap();
+    let addr = broker.metrics_addr().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut producers = Vec::new();
+    for p in 0..4 {
+        let (b, stop) = (broker.addr(), std::sync::Arc::clone(&stop));
+        producers.push(tokio::spawn(async move {
+            let c = sdk::connect(b).await.unwrap();
+            let mut sent = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let m = OutMessage {
+                    body: vec![b'y'; 1024],
+                    ..OutMessage::default()
+                };
+                sdk::send(&c, SendCode::V2, "p", "LoadTopic", p, &[m])
+                    .await
+                    .unwrap();
+                sent += 1;
+            }
+            sent
+        }));
+    }
+    for _ in 0..10 {
+        let body = scrape(addr).await;
+        assert!(body.contains("rmq_put_messages_total"));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut sent = 0;
+    for p in producers {
+        sent += p.await.unwrap();
+    }
+    assert!(sent > 0);
+    broker.shutdown().await;
+}
+
+macro_rules! backends {
+    ($($body:ident),* $(,)?) => {
+        mod file { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $body() { super::$body(rmq_common::config::CqBackend::File).await; } )* }
+        mod rocksdb { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $body() { super::$body(rmq_common::config::CqBackend::Rocksdb).await; } )* }
+    };
+}
+
+backends!(catalog_after_traffic, scrape_under_load);
