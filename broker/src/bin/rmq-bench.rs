@@ -5,6 +5,10 @@
 //! * `rmq-bench local`: starts a broker per (backend, flushDiskType) in
 //!   turn on fresh temporary stores, runs the same load against each, and
 //!   prints them side by side with ratios to the first row.
+//! * `rmq-bench reput`: writes one CommitLog of small messages, then
+//!   rebuilds each backend's consume queue from it with the serial and the
+//!   concurrent reput (`enableBuildConsumeQueueConcurrently`) and prints
+//!   entries/s with the concurrent/serial ratio.
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -38,6 +42,95 @@ enum Cmd {
         #[command(flatten)]
         load: Load,
     },
+    /// Rebuild consume queues from one CommitLog: serial vs concurrent reput.
+    Reput {
+        /// Records in the log.
+        #[arg(long, default_value_t = 1_000_000)]
+        messages: usize,
+        /// Body size in bytes (small bodies make parsing the bottleneck).
+        #[arg(long, default_value_t = 32)]
+        size: usize,
+        /// Queues the records spread over (one topic).
+        #[arg(long, default_value_t = 1000)]
+        queues: i32,
+    },
+}
+
+/// Rebuilds `root`'s consume queue for `backend` with the chosen reput and
+/// returns (records dispatched, seconds).
+fn rebuild(
+    root: &std::path::Path,
+    backend: CqBackend,
+    concurrent: bool,
+) -> anyhow::Result<(u64, f64)> {
+    let config = StoreConfig {
+        consume_queue_store: backend,
+        enable_build_consume_queue_concurrently: concurrent,
+        message_index_enable: false,
+        ..StoreConfig::with_root(root)
+    };
+    for dir in [
+        config.consume_queue_dir(),
+        config.rocksdb_consume_queue_dir(),
+    ] {
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+    }
+    let store = rmq_broker::MessageStore::open(config)?;
+    let report = store.startup_report().clone();
+    store.shutdown()?;
+    Ok((report.redispatched_records, report.elapsed.as_secs_f64()))
+}
+
+fn reput(messages: usize, size: usize, queues: i32) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let config = StoreConfig {
+        message_index_enable: false,
+        ..StoreConfig::with_root(dir.path())
+    };
+    let store = rmq_broker::MessageStore::open(config)?;
+    let body = vec![b'r'; size];
+    for i in 0..messages {
+        let mut m =
+            rmq_common::message::MessageToStore::new("ReputBench", i as i32 % queues, body.clone());
+        m.properties
+            .insert("TAGS", if i % 2 == 0 { "TagA" } else { "TagB" });
+        m.properties.insert("KEYS", format!("key-{i}"));
+        store.put_message(&m)?;
+    }
+    store.shutdown()?;
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("{messages} records of {size}-byte bodies over {queues} queues; {workers} cores");
+    println!(
+        "{:<8} {:<11} {:>12} {:>9} {:>7}",
+        "backend", "reput", "entries/s", "seconds", "ratio"
+    );
+    for backend in [CqBackend::File, CqBackend::Rocksdb] {
+        let (n, serial) = rebuild(dir.path(), backend, false)?;
+        let (m, concurrent) = rebuild(dir.path(), backend, true)?;
+        anyhow::ensure!(
+            n == m && n == messages as u64,
+            "dispatched {n} and {m} of {messages}"
+        );
+        println!(
+            "{:<8} {:<11} {:>12.0} {:>9.3} {:>7}",
+            backend.as_str(),
+            "serial",
+            n as f64 / serial,
+            serial,
+            "1.00"
+        );
+        println!(
+            "{:<8} {:<11} {:>12.0} {:>9.3} {:>7.2}",
+            backend.as_str(),
+            "concurrent",
+            m as f64 / concurrent,
+            concurrent,
+            serial / concurrent
+        );
+    }
+    Ok(())
 }
 
 /// The load shape.
@@ -186,6 +279,11 @@ fn main() -> anyhow::Result<()> {
                 Ok(())
             }
             Cmd::Local { load } => local(&load).await,
+            Cmd::Reput {
+                messages,
+                size,
+                queues,
+            } => tokio::task::spawn_blocking(move || reput(messages, size, queues)).await?,
         }
     })
 }

@@ -115,6 +115,7 @@ impl MessageStore {
             redispatch_from,
             delay_levels.clone(),
             metrics.clone(),
+            reput_parse_workers(&config),
         ));
         // Dispatch everything the consume queue missed before any new append
         // takes a queue offset, so offsets continue without reuse.
@@ -173,3 +174,18 @@ impl MessageStore {
         })
     }
 }
+
+/// Parsers the reput uses: 1 (serial) unless
+/// `enableBuildConsumeQueueConcurrently`, then one per core, at most
+/// [`MAX_PARSE_WORKERS`].
+fn reput_parse_workers(config: &StoreConfig) -> usize {
+    if !config.enable_build_consume_queue_concurrently {
+        return 1;
+    }
+    std::thread::available_parallelism()
+        .map_or(2, std::num::NonZeroUsize::get)
+        .clamp(2, MAX_PARSE_WORKERS)
+}
+
+/// Upper bound on concurrent reput parsers.
+const MAX_PARSE_WORKERS: usize = 8;

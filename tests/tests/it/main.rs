@@ -10,6 +10,7 @@ mod cq_model;
 mod metrics;
 mod namesrv;
 mod real_client;
+mod reput_concurrent;
 mod retry_dlq;
 mod schedule;
 mod store_bad_input;

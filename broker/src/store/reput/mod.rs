@@ -14,6 +14,8 @@ use rmq_store_file::commitlog::CommitLog;
 use rmq_store_file::index::IndexService;
 use rmq_store_file::StoreError;
 
+mod concurrent;
+
 use super::arrival::MessageArrivalListener;
 use super::SharedOffset;
 use crate::metrics::StoreMetrics;
@@ -26,6 +28,15 @@ const MAX_RECORDS_PER_PASS: usize = 4096;
 const CATCH_UP_FLUSH_BYTES: i64 = 64 * 1024 * 1024;
 /// How often catch-up logs its progress.
 const PROGRESS_LOG_INTERVAL: Duration = Duration::from_secs(5);
+
+/// A CommitLog record reput cannot parse.
+fn corrupt(at: i64, detail: String) -> StoreError {
+    StoreError::Corrupt {
+        path: std::path::PathBuf::from("commitlog"),
+        offset: at,
+        detail,
+    }
+}
 
 /// How a pass ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +56,8 @@ pub(crate) struct Dispatcher {
     /// For the delivery time a schedule-topic unit keeps as its tagsCode.
     delay_levels: DelayLevels,
     metrics: StoreMetrics,
+    /// Parsers of a concurrent pass; 1 is the serial reput.
+    parse_workers: usize,
     /// Where the next pass starts parsing; may run ahead of what the
     /// consume-queue backend has written.
     parse_from: SharedOffset,
@@ -106,6 +119,7 @@ impl Dispatcher {
         reput_from: i64,
         delay_levels: DelayLevels,
         metrics: StoreMetrics,
+        parse_workers: usize,
     ) -> Self {
         Self {
             commit_log,
@@ -113,6 +127,7 @@ impl Dispatcher {
             index,
             delay_levels,
             metrics,
+            parse_workers: parse_workers.max(1),
             parse_from: SharedOffset::new(reput_from),
             visible: Arc::new(Visible {
                 offset: SharedOffset::new(reput_from),
@@ -219,24 +234,13 @@ impl Dispatcher {
     /// segment's data (at most [`MAX_RECORDS_PER_PASS`]), writes their units
     /// in one consume-queue batch, indexes them, then wakes readers.
     pub(crate) fn dispatch_pass(&self) -> Result<Pass, StoreError> {
+        if self.parse_workers > 1 {
+            return self.dispatch_pass_concurrent();
+        }
         let _only_one = self.pass_lock.lock();
-        let mut from = self.parse_from.get();
-        let min = self.commit_log.min_offset();
-        if from < min {
-            tracing::warn!(
-                reput_from = from,
-                commit_log_min = min,
-                "reput position is below the CommitLog min offset; skipping to it"
-            );
-            from = min;
-            self.parse_from.set(min);
-            if self.reput_from() < min {
-                self.visible.offset.set(min);
-            }
-        }
-        if from >= self.commit_log.max_offset() {
+        let Some(from) = self.pass_start() else {
             return Ok(Pass::Idle);
-        }
+        };
         let Some(sel) = self.commit_log.select_from(from) else {
             return Ok(Pass::Idle);
         };
@@ -246,34 +250,11 @@ impl Dispatcher {
         let mut requests: Vec<DispatchRequest> = Vec::new();
         while pos + 8 <= bytes.len() && requests.len() < MAX_RECORDS_PER_PASS {
             let at = from + pos as i64;
-            let corrupt = |detail: String| StoreError::Corrupt {
-                path: std::path::PathBuf::from("commitlog"),
-                offset: at,
-                detail,
-            };
-            match peek_frame(&bytes[pos..]).map_err(|e| corrupt(e.to_string()))? {
+            match peek_frame(&bytes[pos..]).map_err(|e| corrupt(at, e.to_string()))? {
                 Frame::Message { .. } => {
-                    let view = RecordView::parse(&bytes[pos..], false)
-                        .map_err(|e| corrupt(e.to_string()))?;
-                    if view.physical_offset() != at {
-                        return Err(corrupt(format!(
-                            "record says it is at {}, found at {at}",
-                            view.physical_offset()
-                        )));
-                    }
-                    let mut request = DispatchRequest::from_record(&view);
-                    if is_schedule_topic(&request.topic) {
-                        // The schedule service reads due times from the
-                        // consume queue without touching the CommitLog.
-                        if let Some(due) = self
-                            .delay_levels
-                            .deliver_time_ms(delay_level_of_view(&view), request.store_timestamp)
-                        {
-                            request.tags_code = due;
-                        }
-                    }
+                    let request = self.request_at(&bytes[pos..], at)?;
+                    pos += usize::try_from(request.msg_size).unwrap_or(0);
                     requests.push(request);
-                    pos += view.total_size();
                 }
                 Frame::Blank { .. } => {
                     next_from = Some(self.commit_log.roll_next(at));
@@ -288,6 +269,52 @@ impl Dispatcher {
         }
         self.apply(&requests, next_from)?;
         Ok(Pass::Progress(requests.len()))
+    }
+
+    /// Where a pass starts (moved up to the CommitLog min if retention
+    /// passed it), or `None` with nothing new to read.
+    fn pass_start(&self) -> Option<i64> {
+        let mut from = self.parse_from.get();
+        let min = self.commit_log.min_offset();
+        if from < min {
+            tracing::warn!(
+                reput_from = from,
+                commit_log_min = min,
+                "reput position is below the CommitLog min offset; skipping to it"
+            );
+            from = min;
+            self.parse_from.set(min);
+            if self.reput_from() < min {
+                self.visible.offset.set(min);
+            }
+        }
+        (from < self.commit_log.max_offset()).then_some(from)
+    }
+
+    /// Parses the record at the start of `bytes` (CommitLog offset `at`)
+    /// into what the dispatchers need; a schedule-topic unit gets its due
+    /// time as tagsCode, so the schedule service needs no CommitLog read.
+    fn request_at(&self, bytes: &[u8], at: i64) -> Result<DispatchRequest, StoreError> {
+        let view = RecordView::parse(bytes, false).map_err(|e| corrupt(at, e.to_string()))?;
+        if view.physical_offset() != at {
+            return Err(corrupt(
+                at,
+                format!(
+                    "record says it is at {}, found at {at}",
+                    view.physical_offset()
+                ),
+            ));
+        }
+        let mut request = DispatchRequest::from_record(&view);
+        if is_schedule_topic(&request.topic) {
+            if let Some(due) = self
+                .delay_levels
+                .deliver_time_ms(delay_level_of_view(&view), request.store_timestamp)
+            {
+                request.tags_code = due;
+            }
+        }
+        Ok(request)
     }
 
     /// Hands the pass's units to the backend (which may write them later),
