@@ -171,6 +171,13 @@ async fn long_polling_wakes_on_arrival_and_times_out() {
     sdk::send(&c, SendCode::V2, "p", "LP", 1, &[msg("first", "T")])
         .await
         .unwrap();
+    // A consumer reaches offset 1 only after reading offset 0; doing the same
+    // here also waits until reput has dispatched "first" (a pull past a
+    // queue's max would be OFFSET_MOVED, not a long poll).
+    let mut first = pull_req("LP", 1, 0, "*");
+    first.suspend = Some(LONG_POLL_SLACK);
+    let r = sdk::pull(&c, &first).await.unwrap();
+    assert_eq!((r.code, r.messages.len()), (0, 1));
     // Nothing new: answered PULL_NOT_FOUND once the suspend time has passed.
     let mut req = pull_req("LP", 1, 1, "*");
     req.suspend = Some(Duration::from_millis(400));
