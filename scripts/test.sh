@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # The test command: every crate's unit tests, the integration suite, and the
-# benches run once each as a smoke test. One profile (release) only, so
+# benches run once each as a smoke test; then the load tool runs briefly at a
+# tiny size (a smoke run, not a benchmark). One profile (release) only, so
 # RocksDB's C++ is compiled once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo test --workspace --release --all-targets --no-fail-fast "$@"
+if [ "$#" -eq 0 ]; then
+    bench() { cargo run --release -q -p rmq-broker --bin rmq-bench -- "$@"; }
+    bench reput --messages 5000 --queues 50
+    bench local --messages 2000 --producers 2 --queues 4
+fi
