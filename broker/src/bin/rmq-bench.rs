@@ -151,9 +151,12 @@ struct Load {
     /// Queues the producers spread over.
     #[arg(long, default_value_t = 8)]
     queues: i32,
+    /// Also write the report(s) as JSON to this file.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 struct Report {
     rate: f64,
     p50_us: u64,
@@ -167,9 +170,14 @@ async fn produce(addr: SocketAddr, load: &Load) -> anyhow::Result<Report> {
     let per = load.messages.div_ceil(load.producers);
     let body = vec![b'x'; load.size];
     let started = Instant::now();
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let progress = tokio::spawn(print_progress(
+        std::sync::Arc::clone(&sent),
+        load.messages as u64,
+    ));
     let mut tasks = Vec::new();
     for p in 0..load.producers {
-        let (load, body) = (load.clone(), body.clone());
+        let (load, body, sent) = (load.clone(), body.clone(), std::sync::Arc::clone(&sent));
         tasks.push(tokio::spawn(async move {
             let c = sdk::connect(addr).await?;
             let mut lat = Vec::with_capacity(per);
@@ -186,6 +194,7 @@ async fn produce(addr: SocketAddr, load: &Load) -> anyhow::Result<Report> {
                     Ok(r) if r.code == 0 => lat.push(t.elapsed().as_micros() as u64),
                     _ => errors += 1,
                 }
+                sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
             anyhow::Ok((lat, errors))
         }));
@@ -198,6 +207,7 @@ async fn produce(addr: SocketAddr, load: &Load) -> anyhow::Result<Report> {
         errors += e;
     }
     let elapsed = started.elapsed();
+    progress.abort();
     lat.sort_unstable();
     let pct = |p: f64| {
         lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1)))
@@ -211,6 +221,46 @@ async fn produce(addr: SocketAddr, load: &Load) -> anyhow::Result<Report> {
         p999_us: pct(0.999),
         errors,
     })
+}
+
+/// Prints one line a second: messages sent so far and the last second's rate.
+async fn print_progress(sent: std::sync::Arc<std::sync::atomic::AtomicU64>, total: u64) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    tick.tick().await;
+    let (mut last, started) = (0u64, Instant::now());
+    loop {
+        tick.tick().await;
+        let now = sent.load(std::sync::atomic::Ordering::Relaxed);
+        eprintln!(
+            "[{:>4}s] sent {now}/{total}, {} msgs/s",
+            started.elapsed().as_secs(),
+            now - last
+        );
+        last = now;
+    }
+}
+
+/// One row of a comparison, as written to `--json`.
+#[derive(Debug, serde::Serialize)]
+struct Row<'a> {
+    flush: String,
+    backend: &'a str,
+    #[serde(flatten)]
+    report: &'a Report,
+    ratio_to_file: f64,
+}
+
+fn write_json(path: &std::path::Path, load: &Load, rows: &[Row<'_>]) -> anyhow::Result<()> {
+    let doc = serde_json::json!({
+        "producers": load.producers,
+        "messages": load.messages,
+        "size": load.size,
+        "queues": load.queues,
+        "rows": rows,
+    });
+    std::fs::write(path, serde_json::to_vec_pretty(&doc)?)?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
 }
 
 async fn local(load: &Load) -> anyhow::Result<()> {
@@ -245,12 +295,19 @@ async fn local(load: &Load) -> anyhow::Result<()> {
         "{:<12} {:<8} {:>12} {:>9} {:>9} {:>9} {:>9} {:>7}",
         "flush", "backend", "msgs/s", "p50 us", "p99 us", "p999 us", "errors", "ratio"
     );
+    let mut json_rows = Vec::new();
     for (flush, backend, r) in &rows {
         let base = rows
             .iter()
             .find(|(f, b, _)| f == flush && *b == CqBackend::File)
             .map(|(_, _, r)| r.rate)
             .unwrap_or(r.rate);
+        json_rows.push(Row {
+            flush: format!("{flush:?}"),
+            backend: backend.as_str(),
+            report: r,
+            ratio_to_file: r.rate / base,
+        });
         println!(
             "{:<12} {:<8} {:>12.0} {:>9} {:>9} {:>9} {:>9} {:>7.2}",
             format!("{flush:?}"),
@@ -262,6 +319,9 @@ async fn local(load: &Load) -> anyhow::Result<()> {
             r.errors,
             r.rate / base
         );
+    }
+    if let Some(path) = &load.json {
+        write_json(path, load, &json_rows)?;
     }
     Ok(())
 }
@@ -276,6 +336,15 @@ fn main() -> anyhow::Result<()> {
             Cmd::Produce { broker, load } => {
                 let r = produce(broker, &load).await?;
                 println!("{r:?}");
+                if let Some(path) = &load.json {
+                    let row = Row {
+                        flush: "broker's".into(),
+                        backend: "broker's",
+                        report: &r,
+                        ratio_to_file: 1.0,
+                    };
+                    write_json(path, &load, &[row])?;
+                }
                 Ok(())
             }
             Cmd::Local { load } => local(&load).await,
