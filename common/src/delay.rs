@@ -117,17 +117,16 @@ impl DelayLevels {
 
 /// The DELAY property of a message as a level, 0 when absent or not a number.
 pub fn delay_level_of(properties: &Properties) -> i32 {
-    properties
-        .get(property::DELAY_TIME_LEVEL)
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
+    parse_level(properties.get(property::DELAY_TIME_LEVEL))
 }
 
 /// The DELAY property of a parsed record as a level, 0 when absent.
 pub fn delay_level_of_view(view: &RecordView<'_>) -> i32 {
-    view.property(property::DELAY_TIME_LEVEL)
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
+    parse_level(view.property(property::DELAY_TIME_LEVEL).as_deref())
+}
+
+fn parse_level(value: Option<&str>) -> i32 {
+    value.and_then(|v| v.trim().parse().ok()).unwrap_or(0)
 }
 
 /// Whether a topic is the schedule topic.

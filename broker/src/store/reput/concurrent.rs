@@ -1,10 +1,11 @@
-//! The concurrent reput (`enableBuildConsumeQueueConcurrently`, as in
-//! RocketMQ 5.x): one reader cuts the readable CommitLog into contiguous
-//! batches by hopping record sizes (cheap), up to one batch per parser;
-//! the parsers decode their batches in parallel (the expensive part:
-//! properties, keys, tags); then the batches are applied strictly in log
-//! order, so every queue sees its units in order and the result is the same
-//! as the serial reput's.
+//! A reput pass in batches. One reader cuts the readable CommitLog into
+//! contiguous batches by hopping record sizes (cheap), up to one batch per
+//! parser; the parsers decode their batches (the expensive part: properties,
+//! keys, tags), in parallel when there are several; then the batches are
+//! applied strictly in log order, so every queue sees its units in order.
+//! With one parser (the default) this is the serial reput; with
+//! `enableBuildConsumeQueueConcurrently` (as in RocketMQ 5.x) it is the
+//! concurrent one, and both build the same consume queues.
 
 use rmq_common::message::record::{peek_frame, Frame};
 use rmq_common::DispatchRequest;
@@ -20,7 +21,7 @@ struct Cut {
 }
 
 impl Dispatcher {
-    pub(super) fn dispatch_pass_concurrent(&self) -> Result<Pass, StoreError> {
+    pub(super) fn dispatch_batches(&self) -> Result<Pass, StoreError> {
         let _only_one = self.pass_lock.lock();
         let Some(from) = self.pass_start() else {
             return Ok(Pass::Idle);

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex, RwLock};
 use rmq_common::cq::{ConsumeQueueStore, CqError, CqPut};
 use rmq_common::delay::{delay_level_of_view, is_schedule_topic};
-use rmq_common::message::record::{peek_frame, Frame, RecordView};
+use rmq_common::message::record::RecordView;
 use rmq_common::{DelayLevels, DispatchRequest};
 use rmq_store_file::commitlog::CommitLog;
 use rmq_store_file::index::IndexService;
@@ -234,41 +234,9 @@ impl Dispatcher {
     /// segment's data (at most [`MAX_RECORDS_PER_PASS`]), writes their units
     /// in one consume-queue batch, indexes them, then wakes readers.
     pub(crate) fn dispatch_pass(&self) -> Result<Pass, StoreError> {
-        if self.parse_workers > 1 {
-            return self.dispatch_pass_concurrent();
-        }
-        let _only_one = self.pass_lock.lock();
-        let Some(from) = self.pass_start() else {
-            return Ok(Pass::Idle);
-        };
-        let Some(sel) = self.commit_log.select_from(from) else {
-            return Ok(Pass::Idle);
-        };
-        let bytes = sel.bytes();
-        let mut pos = 0usize;
-        let mut next_from = None;
-        let mut requests: Vec<DispatchRequest> = Vec::new();
-        while pos + 8 <= bytes.len() && requests.len() < MAX_RECORDS_PER_PASS {
-            let at = from + pos as i64;
-            match peek_frame(&bytes[pos..]).map_err(|e| corrupt(at, e.to_string()))? {
-                Frame::Message { .. } => {
-                    let request = self.request_at(&bytes[pos..], at)?;
-                    pos += usize::try_from(request.msg_size).unwrap_or(0);
-                    requests.push(request);
-                }
-                Frame::Blank { .. } => {
-                    next_from = Some(self.commit_log.roll_next(at));
-                    break;
-                }
-                Frame::Empty => break,
-            }
-        }
-        let next_from = next_from.unwrap_or(from + pos as i64);
-        if requests.is_empty() && next_from == from {
-            return Ok(Pass::Idle);
-        }
-        self.apply(&requests, next_from)?;
-        Ok(Pass::Progress(requests.len()))
+        // One mechanism for both reputs: with one parser the pass is one
+        // batch parsed inline (the serial reput).
+        self.dispatch_batches()
     }
 
     /// Where a pass starts (moved up to the CommitLog min if retention
