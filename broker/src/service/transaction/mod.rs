@@ -266,8 +266,9 @@ impl Transactions {
                 )))
             }
         }
+        // Every op after start-up is written by `write_op`, which records it
+        // in the state: no need to read the op queue here.
         let mut state = self.state.lock();
-        self.read_ops(&mut state)?;
         let bytes = self
             .store
             .record_at(h.commit_log_offset)
