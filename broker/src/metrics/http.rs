@@ -9,6 +9,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::remoting::server::accept_until;
+
 /// Longest a client may take to send its request head.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest request head read.
@@ -21,27 +23,15 @@ pub async fn serve_metrics(
     cancel: CancellationToken,
     tracker: TaskTracker,
 ) {
-    loop {
-        let accepted = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => break,
-            a = listener.accept() => a,
-        };
-        match accepted {
-            Ok((stream, _)) => {
-                let render = Arc::clone(&render);
-                tracker.spawn(async move {
-                    if let Err(e) = answer(stream, render).await {
-                        tracing::debug!(error = %e, "metrics request failed");
-                    }
-                });
+    accept_until(&listener, &cancel, "metrics", |stream, _| {
+        let render = Arc::clone(&render);
+        tracker.spawn(async move {
+            if let Err(e) = answer(stream, render).await {
+                tracing::debug!(error = %e, "metrics request failed");
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "metrics accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
+        });
+    })
+    .await;
 }
 
 async fn answer(

@@ -109,13 +109,18 @@ impl Default for ServerOptions {
     }
 }
 
-/// Accepts connections until `cancel`; every task it starts is tracked.
-pub async fn serve<H: RequestHandler>(
-    listener: TcpListener,
-    handler: Arc<H>,
-    options: ServerOptions,
-    cancel: CancellationToken,
-    tracker: TaskTracker,
+/// Pause after a failed accept (e.g. out of file descriptors), so the loop
+/// does not spin.
+const ACCEPT_RETRY: Duration = Duration::from_millis(50);
+
+/// Accepts connections on `listener` until `cancel`, handing each to
+/// `on_accept`; a failed accept is logged (naming the listener `what`) and
+/// retried after [`ACCEPT_RETRY`].
+pub async fn accept_until(
+    listener: &TcpListener,
+    cancel: &CancellationToken,
+    what: &str,
+    mut on_accept: impl FnMut(TcpStream, SocketAddr),
 ) {
     loop {
         let accepted = tokio::select! {
@@ -124,17 +129,29 @@ pub async fn serve<H: RequestHandler>(
             a = listener.accept() => a,
         };
         match accepted {
-            Ok((stream, peer)) => {
-                let _ = stream.set_nodelay(true);
-                let (h, c, t) = (Arc::clone(&handler), cancel.child_token(), tracker.clone());
-                tracker.spawn(connection(stream, peer, h, options, c, t));
-            }
+            Ok((stream, peer)) => on_accept(stream, peer),
             Err(e) => {
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                tracing::warn!(error = %e, listener = what, "accept failed");
+                tokio::time::sleep(ACCEPT_RETRY).await;
             }
         }
     }
+}
+
+/// Accepts connections until `cancel`; every task it starts is tracked.
+pub async fn serve<H: RequestHandler>(
+    listener: TcpListener,
+    handler: Arc<H>,
+    options: ServerOptions,
+    cancel: CancellationToken,
+    tracker: TaskTracker,
+) {
+    accept_until(&listener, &cancel, "remoting", |stream, peer| {
+        let _ = stream.set_nodelay(true);
+        let (h, c, t) = (Arc::clone(&handler), cancel.child_token(), tracker.clone());
+        tracker.spawn(connection(stream, peer, h, options, c, t));
+    })
+    .await;
 }
 
 async fn connection<H: RequestHandler>(
