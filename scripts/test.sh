@@ -10,5 +10,7 @@ cargo test --workspace --release --all-targets --no-fail-fast "$@"
 if [ "$#" -eq 0 ]; then
     bench() { cargo run --release -q -p rmq-broker --bin rmq-bench -- "$@"; }
     bench reput --messages 5000 --queues 50
-    bench local --messages 2000 --producers 2 --queues 4
+    bench ab --messages 2000 --producers 2 --mode async --queue-counts 4,40 \
+        --rate-fraction 0.8 --plot target/ab-smoke.svg --json target/ab-smoke.json
+    bench store --queue-counts 1,100 --messages 5000
 fi

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod bench;
 pub mod broker;
 pub mod client;
 pub mod config;

@@ -7,6 +7,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use rmq_common::constants::CHECKPOINT_TOPIC;
 use rmq_common::cq::{CqError, QueueKey};
 use rocksdb::IteratorMode;
@@ -65,7 +67,7 @@ impl QueueState {
 /// Every known queue and the dispatched offset.
 #[derive(Debug, Default)]
 pub(crate) struct OffsetCache {
-    pub queues: HashMap<QueueKey, QueueState>,
+    pub queues: FxHashMap<QueueKey, QueueState>,
     /// CommitLog offset dispatched up to, as written with the last batch.
     pub dispatched: i64,
 }
@@ -139,7 +141,7 @@ pub(crate) fn load(db: &Db) -> Result<Loaded, CqError> {
         ends.insert((*k).clone(), end);
     }
 
-    let mut queues = HashMap::with_capacity(raw.len());
+    let mut queues = FxHashMap::with_capacity_and_hasher(raw.len(), Default::default());
     for (k, q) in raw {
         let last = q.max.map(|m| LastUnit {
             offset: m.queue_offset,

@@ -4,7 +4,6 @@
 //! order (the broker wakes waiting pulls from them, so a pull never sees a
 //! unit before it is readable).
 
-use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
@@ -15,6 +14,7 @@ use parking_lot::{Mutex, RwLock};
 use rmq_common::constants::CHECKPOINT_TOPIC;
 use rmq_common::cq::{CqError, CqPut, PutCallback, QueueKey};
 use rocksdb::WriteBatch;
+use rustc_hash::FxHashMap;
 
 use crate::db::{Db, Shared};
 use crate::key::{self, EntryValue};
@@ -271,8 +271,9 @@ fn write_locked(
     let commit_log_min = shared.commit_log_min.load(Ordering::Acquire);
     let entries_cf = db.entries()?;
     let mut batch = WriteBatch::default();
-    let mut staged: HashMap<QueueKey, Staged> = HashMap::new();
+    let mut staged: FxHashMap<QueueKey, Staged> = FxHashMap::default();
     let mut results = Vec::with_capacity(group.len());
+    let mut entries = Vec::new();
     let (old_dispatched, dispatched) = {
         let cache = shared.offsets.read();
         let mut dispatched = cache.dispatched;
@@ -298,11 +299,10 @@ fn write_locked(
                         tags_code: u.tags_code,
                         store_timestamp: u.store_timestamp,
                     };
-                    batch.put_cf(
-                        entries_cf,
+                    entries.push((
                         key::entry_key(&u.topic, u.queue_id, u.queue_offset),
                         value.encode(),
-                    );
+                    ));
                     st.min_dirty |= verdict == Verdict::First;
                     st.state.last = Some(LastUnit {
                         offset: u.queue_offset,
@@ -317,9 +317,27 @@ fn write_locked(
         }
         (cache.dispatched, dispatched)
     };
+    // Inserting in key order measured up to 2x faster than dispatch order
+    // (`rmq-bench store`, 1,000 queues): the memtable skip-list search
+    // starts near where the previous insert ended.
+    // Stable: were a key ever written twice in a group, the later write
+    // still wins.
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (k, v) in &entries {
+        batch.put_cf(entries_cf, k, v);
+    }
 
     let offsets_cf = db.offsets()?;
-    for (k, st) in &staged {
+    // Key order again: the offset keys sort by topic length, topic, queue.
+    let mut touched: Vec<(&QueueKey, &Staged)> = staged.iter().collect();
+    touched.sort_unstable_by(|a, b| {
+        (a.0.topic.len(), &a.0.topic, a.0.queue_id).cmp(&(
+            b.0.topic.len(),
+            &b.0.topic,
+            b.0.queue_id,
+        ))
+    });
+    for (k, st) in touched {
         if st.min_dirty {
             maintain::put_min_key(&mut batch, offsets_cf, k, &st.state);
         }
@@ -404,7 +422,7 @@ enum Verdict {
 }
 
 /// Makes a written batch visible to readers.
-fn publish(cache: &mut OffsetCache, staged: HashMap<QueueKey, Staged>, dispatched: i64) {
+fn publish(cache: &mut OffsetCache, staged: FxHashMap<QueueKey, Staged>, dispatched: i64) {
     for (k, st) in staged {
         cache.queues.insert(k, st.state);
     }

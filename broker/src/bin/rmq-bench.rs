@@ -1,24 +1,24 @@
 //! `rmq-bench`: load over the real protocol with the broker's own client.
 //!
-//! * `rmq-bench produce --broker ADDR`: concurrent producers against a
-//!   running broker; prints send rate and latency percentiles.
-//! * `rmq-bench local`: starts a broker per (backend, flushDiskType) in
-//!   turn on fresh temporary stores, runs the same load against each, and
-//!   prints them side by side with ratios to the first row.
-//! * `rmq-bench reput`: writes one CommitLog of small messages, then
-//!   rebuilds each backend's consume queue from it with the serial and the
-//!   concurrent reput (`enableBuildConsumeQueueConcurrently`) and prints
-//!   entries/s with the concurrent/serial ratio.
+//! * `rmq-bench produce --broker ADDR [--metrics ADDR]`: producers and
+//!   consumers against a running broker; a progress line each second and a
+//!   final report (send rate and latency, end-to-end latency, consumer
+//!   catch-up, dispatch lag from `/metrics`).
+//! * `rmq-bench ab`: the same load against a fresh broker per backend (and
+//!   flush mode and queue count) in turn, side by side with ratios;
+//!   `--plot FILE.svg` draws throughput and p99 against queue count.
+//! * `rmq-bench store`: append + dispatch without the network for a matrix
+//!   of queue counts: entries/s, restart time, open files, maps, RSS.
+//! * `rmq-bench reput`: serial vs concurrent reput rebuilding one log.
 
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::path::PathBuf;
+use std::time::Duration;
 
-use clap::{Args as ClapArgs, Parser, Subcommand};
-use rmq_broker::broker::Broker;
-use rmq_broker::config::{BrokerConfig, Settings};
-use rmq_broker::sdk::{self, OutMessage, SendCode};
+use clap::{Parser, Subcommand};
+use rmq_broker::bench::{ab, load, report, reput, store, LoadSpec};
 use rmq_common::config::CqBackend;
-use rmq_common::{FlushDiskType, StoreConfig};
+use rmq_common::FlushDiskType;
 
 #[derive(Debug, Parser)]
 #[command(name = "rmq-bench", version)]
@@ -34,13 +34,74 @@ enum Cmd {
         /// Broker address.
         #[arg(long, default_value = "127.0.0.1:10911")]
         broker: SocketAddr,
+        /// The broker's metrics endpoint, for dispatch lag.
+        #[arg(long)]
+        metrics: Option<SocketAddr>,
         #[command(flatten)]
-        load: Load,
+        load: LoadSpec,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
     },
-    /// Start brokers locally (file/rocksdb x ASYNC/SYNC) and compare.
-    Local {
+    /// Start a broker per backend in turn and compare them under one load.
+    Ab {
         #[command(flatten)]
-        load: Load,
+        load: LoadSpec,
+        /// Backends, the first is the ratio base.
+        #[arg(long, value_delimiter = ',', value_parser = store::parse_backend, default_value = "file,rocksdb")]
+        backends: Vec<CqBackend>,
+        /// Flush modes: async, sync.
+        #[arg(long, value_delimiter = ',', value_parser = parse_flush, default_value = "async")]
+        flush: Vec<FlushDiskType>,
+        /// Total queue counts to run (topics of at most 1,000 queues);
+        /// default: --topics x --queues.
+        #[arg(long, value_delimiter = ',')]
+        queue_counts: Vec<usize>,
+        /// Also run each again open loop at this fraction of its rate.
+        #[arg(long)]
+        rate_fraction: Option<f64>,
+        /// Parent folder of the temporary stores.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Draw throughput and p99 against queue count (SVG).
+        #[arg(long)]
+        plot: Option<PathBuf>,
+        /// Also write every row as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Append + dispatch without the network, per backend and queue count.
+    Store {
+        /// Queue counts.
+        #[arg(long, value_delimiter = ',', default_value = "1,1000,10000,100000")]
+        queue_counts: Vec<usize>,
+        /// Backends.
+        #[arg(long, value_delimiter = ',', value_parser = store::parse_backend, default_value = "file,rocksdb")]
+        backends: Vec<CqBackend>,
+        /// Messages per cell.
+        #[arg(long, default_value_t = 2_000_000)]
+        messages: u64,
+        /// Body size, bytes.
+        #[arg(long, default_value_t = 32)]
+        size: usize,
+        /// Parent folder of the temporary stores.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// A cell still running after this is stopped and marked.
+        #[arg(long, value_parser = humantime::parse_duration, default_value = "30m")]
+        cell_timeout: Duration,
+        /// Also write every row as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// One store cell (run by `store` in a child process).
+    #[command(hide = true)]
+    StoreCell {
+        #[command(flatten)]
+        cell: store::CellSpec,
+        /// Where to write the report.
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Rebuild consume queues from one CommitLog: serial vs concurrent reput.
     Reput {
@@ -53,306 +114,117 @@ enum Cmd {
         /// Queues the records spread over (one topic).
         #[arg(long, default_value_t = 1000)]
         queues: i32,
+        /// Also write the rows as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
     },
 }
 
-/// Rebuilds `root`'s consume queue for `backend` with the chosen reput and
-/// returns (records dispatched, seconds).
-fn rebuild(
-    root: &std::path::Path,
-    backend: CqBackend,
-    concurrent: bool,
-) -> anyhow::Result<(u64, f64)> {
-    let config = StoreConfig {
-        consume_queue_store: backend,
-        enable_build_consume_queue_concurrently: concurrent,
-        message_index_enable: false,
-        ..StoreConfig::with_root(root)
-    };
-    for dir in [
-        config.consume_queue_dir(),
-        config.rocksdb_consume_queue_dir(),
-    ] {
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)?;
-        }
+fn parse_flush(s: &str) -> Result<FlushDiskType, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "async" | "async_flush" => Ok(FlushDiskType::AsyncFlush),
+        "sync" | "sync_flush" => Ok(FlushDiskType::SyncFlush),
+        other => Err(format!("unknown flush mode {other:?} (async or sync)")),
     }
-    let store = rmq_broker::MessageStore::open(config)?;
-    let report = store.startup_report().clone();
-    store.shutdown()?;
-    Ok((report.redispatched_records, report.elapsed.as_secs_f64()))
-}
-
-fn reput(messages: usize, size: usize, queues: i32) -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let config = StoreConfig {
-        message_index_enable: false,
-        ..StoreConfig::with_root(dir.path())
-    };
-    let store = rmq_broker::MessageStore::open(config)?;
-    let body = vec![b'r'; size];
-    for i in 0..messages {
-        let mut m =
-            rmq_common::message::MessageToStore::new("ReputBench", i as i32 % queues, body.clone());
-        m.properties
-            .insert("TAGS", if i % 2 == 0 { "TagA" } else { "TagB" });
-        m.properties.insert("KEYS", format!("key-{i}"));
-        store.put_message(&m)?;
-    }
-    store.shutdown()?;
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("{messages} records of {size}-byte bodies over {queues} queues; {workers} cores");
-    println!(
-        "{:<8} {:<11} {:>12} {:>9} {:>7}",
-        "backend", "reput", "entries/s", "seconds", "ratio"
-    );
-    for backend in [CqBackend::File, CqBackend::Rocksdb] {
-        let (n, serial) = rebuild(dir.path(), backend, false)?;
-        let (m, concurrent) = rebuild(dir.path(), backend, true)?;
-        anyhow::ensure!(
-            n == m && n == messages as u64,
-            "dispatched {n} and {m} of {messages}"
-        );
-        println!(
-            "{:<8} {:<11} {:>12.0} {:>9.3} {:>7}",
-            backend.as_str(),
-            "serial",
-            n as f64 / serial,
-            serial,
-            "1.00"
-        );
-        println!(
-            "{:<8} {:<11} {:>12.0} {:>9.3} {:>7.2}",
-            backend.as_str(),
-            "concurrent",
-            m as f64 / concurrent,
-            concurrent,
-            serial / concurrent
-        );
-    }
-    Ok(())
-}
-
-/// The load shape.
-#[derive(Debug, Clone, ClapArgs)]
-struct Load {
-    /// Concurrent producers (one connection each).
-    #[arg(long, default_value_t = 4)]
-    producers: usize,
-    /// Messages in all.
-    #[arg(long, default_value_t = 100_000)]
-    messages: usize,
-    /// Body size in bytes.
-    #[arg(long, default_value_t = 1024)]
-    size: usize,
-    /// Topic.
-    #[arg(long, default_value = "BenchTopic")]
-    topic: String,
-    /// Queues the producers spread over.
-    #[arg(long, default_value_t = 8)]
-    queues: i32,
-    /// Also write the report(s) as JSON to this file.
-    #[arg(long)]
-    json: Option<std::path::PathBuf>,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-struct Report {
-    rate: f64,
-    p50_us: u64,
-    p99_us: u64,
-    p999_us: u64,
-    errors: usize,
-}
-
-async fn produce(addr: SocketAddr, load: &Load) -> anyhow::Result<Report> {
-    rmq_broker::admin::topic_create(addr, &load.topic, load.queues, 6).await?;
-    let per = load.messages.div_ceil(load.producers);
-    let body = vec![b'x'; load.size];
-    let started = Instant::now();
-    let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let progress = tokio::spawn(print_progress(
-        std::sync::Arc::clone(&sent),
-        load.messages as u64,
-    ));
-    let mut tasks = Vec::new();
-    for p in 0..load.producers {
-        let (load, body, sent) = (load.clone(), body.clone(), std::sync::Arc::clone(&sent));
-        tasks.push(tokio::spawn(async move {
-            let c = sdk::connect(addr).await?;
-            let mut lat = Vec::with_capacity(per);
-            let mut errors = 0;
-            for i in 0..per {
-                let m = OutMessage {
-                    body: body.clone(),
-                    tags: Some("TagA".into()),
-                    ..OutMessage::default()
-                };
-                let q = ((p + i) % load.queues as usize) as i32;
-                let t = Instant::now();
-                match sdk::send(&c, SendCode::V2, "bench", &load.topic, q, &[m]).await {
-                    Ok(r) if r.code == 0 => lat.push(t.elapsed().as_micros() as u64),
-                    _ => errors += 1,
-                }
-                sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-            anyhow::Ok((lat, errors))
-        }));
-    }
-    let mut lat = Vec::new();
-    let mut errors = 0;
-    for t in tasks {
-        let (l, e) = t.await??;
-        lat.extend(l);
-        errors += e;
-    }
-    let elapsed = started.elapsed();
-    progress.abort();
-    lat.sort_unstable();
-    let pct = |p: f64| {
-        lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or(0)
-    };
-    Ok(Report {
-        rate: lat.len() as f64 / elapsed.as_secs_f64(),
-        p50_us: pct(0.50),
-        p99_us: pct(0.99),
-        p999_us: pct(0.999),
-        errors,
-    })
-}
-
-/// Prints one line a second: messages sent so far and the last second's rate.
-async fn print_progress(sent: std::sync::Arc<std::sync::atomic::AtomicU64>, total: u64) {
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
-    tick.tick().await;
-    let (mut last, started) = (0u64, Instant::now());
-    loop {
-        tick.tick().await;
-        let now = sent.load(std::sync::atomic::Ordering::Relaxed);
-        eprintln!(
-            "[{:>4}s] sent {now}/{total}, {} msgs/s",
-            started.elapsed().as_secs(),
-            now - last
-        );
-        last = now;
-    }
-}
-
-/// One row of a comparison, as written to `--json`.
-#[derive(Debug, serde::Serialize)]
-struct Row<'a> {
-    flush: String,
-    backend: &'a str,
-    #[serde(flatten)]
-    report: &'a Report,
-    ratio_to_file: f64,
-}
-
-fn write_json(path: &std::path::Path, load: &Load, rows: &[Row<'_>]) -> anyhow::Result<()> {
-    let doc = serde_json::json!({
-        "producers": load.producers,
-        "messages": load.messages,
-        "size": load.size,
-        "queues": load.queues,
-        "rows": rows,
-    });
-    std::fs::write(path, serde_json::to_vec_pretty(&doc)?)?;
-    eprintln!("wrote {}", path.display());
-    Ok(())
-}
-
-async fn local(load: &Load) -> anyhow::Result<()> {
-    let mut rows = Vec::new();
-    for flush in [FlushDiskType::AsyncFlush, FlushDiskType::SyncFlush] {
-        for backend in [CqBackend::File, CqBackend::Rocksdb] {
-            let dir = tempfile::tempdir()?;
-            let settings = Settings {
-                broker: BrokerConfig {
-                    listen_port: 0,
-                    namesrv_listen_port: -1,
-                    metrics_port: -1,
-                    ..BrokerConfig::default()
-                },
-                store: StoreConfig {
-                    consume_queue_store: backend,
-                    flush_disk_type: flush,
-                    ..StoreConfig::with_root(dir.path())
-                },
-            };
-            let broker = Broker::start(settings).await?;
-            let report = produce(broker.addr(), load).await?;
-            broker.shutdown().await;
-            rows.push((flush, backend, report));
-        }
-    }
-    println!(
-        "{} producers, {} messages of {} bytes over {} queues",
-        load.producers, load.messages, load.size, load.queues
-    );
-    println!(
-        "{:<12} {:<8} {:>12} {:>9} {:>9} {:>9} {:>9} {:>7}",
-        "flush", "backend", "msgs/s", "p50 us", "p99 us", "p999 us", "errors", "ratio"
-    );
-    let mut json_rows = Vec::new();
-    for (flush, backend, r) in &rows {
-        let base = rows
-            .iter()
-            .find(|(f, b, _)| f == flush && *b == CqBackend::File)
-            .map(|(_, _, r)| r.rate)
-            .unwrap_or(r.rate);
-        json_rows.push(Row {
-            flush: format!("{flush:?}"),
-            backend: backend.as_str(),
-            report: r,
-            ratio_to_file: r.rate / base,
-        });
-        println!(
-            "{:<12} {:<8} {:>12.0} {:>9} {:>9} {:>9} {:>9} {:>7.2}",
-            format!("{flush:?}"),
-            backend.as_str(),
-            r.rate,
-            r.p50_us,
-            r.p99_us,
-            r.p999_us,
-            r.errors,
-            r.rate / base
-        );
-    }
-    if let Some(path) = &load.json {
-        write_json(path, load, &json_rows)?;
-    }
-    Ok(())
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        match cli.cmd {
-            Cmd::Produce { broker, load } => {
-                let r = produce(broker, &load).await?;
-                println!("{r:?}");
-                if let Some(path) = &load.json {
-                    let row = Row {
-                        flush: "broker's".into(),
-                        backend: "broker's",
-                        report: &r,
-                        ratio_to_file: 1.0,
-                    };
-                    write_json(path, &load, &[row])?;
-                }
-                Ok(())
-            }
-            Cmd::Local { load } => local(&load).await,
-            Cmd::Reput {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match cli.cmd {
+        Cmd::Store {
+            queue_counts,
+            backends,
+            messages,
+            size,
+            dir,
+            cell_timeout,
+            json,
+        } => {
+            let plan = store::StorePlan {
+                queue_counts,
+                backends,
                 messages,
                 size,
-                queues,
-            } => tokio::task::spawn_blocking(move || reput(messages, size, queues)).await?,
+                dir,
+                cell_timeout,
+            };
+            let rows = store::run(&std::env::current_exe()?, &plan)?;
+            if let Some(path) = json {
+                report::write_json(&path, &rows)?;
+            }
+            Ok(())
         }
-    })
+        Cmd::StoreCell { cell, out } => {
+            let r = store::run_cell(&cell)?;
+            report::write_json(&out, &r)
+        }
+        Cmd::Reput {
+            messages,
+            size,
+            queues,
+            json,
+        } => {
+            let rows = reput::run(messages, size, queues)?;
+            if let Some(path) = json {
+                report::write_json(&path, &rows)?;
+            }
+            Ok(())
+        }
+        cmd => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(network(cmd))
+        }
+    }
+}
+
+async fn network(cmd: Cmd) -> anyhow::Result<()> {
+    match cmd {
+        Cmd::Produce {
+            broker,
+            metrics,
+            load: spec,
+            json,
+        } => {
+            let r = load::run(broker, metrics, &spec).await?;
+            report::print(&r);
+            if let Some(path) = json {
+                report::write_json(&path, &r)?;
+            }
+        }
+        Cmd::Ab {
+            load: spec,
+            backends,
+            flush,
+            queue_counts,
+            rate_fraction,
+            dir,
+            plot,
+            json,
+        } => {
+            let plan = ab::AbPlan {
+                spec,
+                backends,
+                flushes: flush,
+                queue_counts,
+                rate_fraction,
+                dir,
+                plot,
+            };
+            let rows = ab::run(&plan).await?;
+            if let Some(path) = json {
+                report::write_json(&path, &rows)?;
+            }
+        }
+        _ => anyhow::bail!("not a network command"),
+    }
+    Ok(())
 }

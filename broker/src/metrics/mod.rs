@@ -7,6 +7,7 @@
 //! bounded sets only.
 
 mod http;
+pub mod process;
 mod sampler;
 mod store;
 

@@ -12,6 +12,7 @@ use rmq_common::message::record::RecordView;
 use super::names;
 use crate::context::BrokerContext;
 use crate::service::transaction::TRANS_GROUP;
+use crate::store::clean::{DiskUsage, FsDiskUsage};
 
 /// Most (group, topic) consumer-lag series; the rest are summed into one
 /// series labelled `group="_other", topic="_other"`.
@@ -144,28 +145,18 @@ impl Sampler {
 
     fn process(&self) {
         let root = &self.ctx.settings.store.store_path_root_dir;
-        if let (Ok(total), Ok(free)) = (fs4::total_space(root), fs4::available_space(root)) {
-            if total > 0 {
-                let used = total.saturating_sub(free) as f64 / total as f64;
-                self.gauge(names::STORE_DISK_USED_RATIO, used);
+        if let Some(used) = FsDiskUsage(root.clone()).used_ratio() {
+            self.gauge(names::STORE_DISK_USED_RATIO, used);
+        }
+        let stats = super::process::ProcessStats::sample();
+        for (name, value) in [
+            (names::OPEN_FILES, stats.open_files),
+            (names::MEMORY_MAPS, stats.memory_maps),
+            (names::PROCESS_RESIDENT_BYTES, stats.resident_bytes),
+        ] {
+            if let Some(v) = value {
+                self.gauge(name, v as f64);
             }
         }
-        if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
-            self.gauge(names::OPEN_FILES, fds.count() as f64);
-        }
-        if let Ok(maps) = std::fs::read_to_string("/proc/self/maps") {
-            self.gauge(names::MEMORY_MAPS, maps.lines().count() as f64);
-        }
-        if let Some(rss) = resident_bytes() {
-            self.gauge(names::PROCESS_RESIDENT_BYTES, rss as f64);
-        }
     }
-}
-
-/// VmRSS of this process from /proc (Linux), bytes.
-fn resident_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }

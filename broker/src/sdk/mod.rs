@@ -292,6 +292,23 @@ pub async fn send_back(
     call(client, req).await.map(|_| ())
 }
 
+/// Asks for a queue's min or max offset (GET_MIN_OFFSET / GET_MAX_OFFSET).
+pub async fn queue_offset(
+    client: &RemotingClient,
+    code: RequestCode,
+    topic: &str,
+    queue_id: i32,
+) -> Result<i64, SdkError> {
+    let ext = [
+        ("topic", topic.to_owned()),
+        ("queueId", queue_id.to_string()),
+    ];
+    let resp = call(client, request(code, &ext)).await?;
+    resp.ext()
+        .req_i64("offset")
+        .map_err(|e| SdkError::BadAnswer(e.to_string()))
+}
+
 /// Sends a request and returns the answer if it is SUCCESS.
 pub async fn call(
     client: &RemotingClient,

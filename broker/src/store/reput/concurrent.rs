@@ -1,17 +1,25 @@
 //! A reput pass in batches. One reader cuts the readable CommitLog into
-//! contiguous batches by hopping record sizes (cheap), up to one batch per
-//! parser; the parsers decode their batches (the expensive part: properties,
-//! keys, tags), in parallel when there are several; then the batches are
-//! applied strictly in log order, so every queue sees its units in order.
+//! contiguous batches by hopping record sizes (cheap), a few per parser;
+//! the parsers decode them (the expensive part: properties, keys, tags) in
+//! parallel while this thread applies the parsed batches strictly in log
+//! order, so every queue sees its units in order.
 //! With one parser (the default) this is the serial reput; with
 //! `enableBuildConsumeQueueConcurrently` (as in RocketMQ 5.x) it is the
 //! concurrent one, and both build the same consume queues.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::sync_channel;
 
 use rmq_common::message::record::{peek_frame, Frame};
 use rmq_common::DispatchRequest;
 use rmq_store_file::StoreError;
 
 use super::{corrupt, Dispatcher, Pass, MAX_RECORDS_PER_PASS};
+
+/// Batches cut per parser and pass: enough that applying one batch
+/// overlaps parsing the next ones.
+const CUTS_PER_WORKER: usize = 4;
 
 /// A contiguous run of whole records, as byte positions in the selection.
 #[derive(Debug, Clone, Copy)]
@@ -32,35 +40,21 @@ impl Dispatcher {
         let bytes = sel.bytes();
         let (cuts, segment_end) = self.cut(bytes, from)?;
         let end_of_cuts = cuts.last().map_or(0, |c| c.end);
-        let parsed: Vec<Result<Vec<DispatchRequest>, StoreError>> = if cuts.len() == 1 {
-            vec![self.parse_cut(bytes, from, cuts[0])]
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = cuts
-                    .iter()
-                    .map(|&cut| s.spawn(move || self.parse_cut(bytes, from, cut)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            Err(corrupt(from, "a reput parser panicked".into()))
-                        })
-                    })
-                    .collect()
-            })
+        let next_of = |cut: &Cut| match (cut.end == end_of_cuts, segment_end) {
+            (true, Some(next)) => next,
+            _ => from + cut.end as i64,
         };
-        let mut total = 0;
-        for (cut, requests) in cuts.iter().zip(parsed) {
-            let requests = requests?;
-            let last = cut.end == end_of_cuts;
-            let next = match (last, segment_end) {
-                (true, Some(next)) => next,
-                _ => from + cut.end as i64,
-            };
-            self.apply(&requests, next)?;
-            total += requests.len();
-        }
+        let total = if cuts.len() <= 1 || self.parse_workers == 1 {
+            let mut total = 0;
+            for cut in &cuts {
+                let requests = self.parse_cut(bytes, from, *cut)?;
+                self.apply(&requests, next_of(cut))?;
+                total += requests.len();
+            }
+            total
+        } else {
+            self.parse_and_apply(bytes, from, &cuts, next_of)?
+        };
         if cuts.is_empty() {
             match segment_end {
                 Some(next) if next != from => self.apply(&[], next)?,
@@ -70,13 +64,70 @@ impl Dispatcher {
         Ok(Pass::Progress(total))
     }
 
-    /// Cuts up to `parse_workers` batches of at most
+    /// The pipeline: `parse_workers` threads take cuts in turn and parse
+    /// them while this thread applies the parsed cuts strictly in order, so
+    /// applying batch N overlaps parsing batches N+1 and later.
+    fn parse_and_apply(
+        &self,
+        bytes: &[u8],
+        from: i64,
+        cuts: &[Cut],
+        next_of: impl Fn(&Cut) -> i64,
+    ) -> Result<usize, StoreError> {
+        let taken = AtomicUsize::new(0);
+        let abandon = AtomicBool::new(false);
+        let (senders, receivers): (Vec<_>, Vec<_>) = cuts.iter().map(|_| sync_channel(1)).unzip();
+        std::thread::scope(|s| {
+            for _ in 0..self.parse_workers.min(cuts.len()) {
+                let (taken, abandon, senders) = (&taken, &abandon, &senders);
+                s.spawn(move || loop {
+                    let i = taken.fetch_add(1, Ordering::Relaxed);
+                    if i >= cuts.len() || abandon.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let parsed =
+                        catch_unwind(AssertUnwindSafe(|| self.parse_cut(bytes, from, cuts[i])))
+                            .unwrap_or_else(|_| {
+                                Err(corrupt(from, "a reput parser panicked".into()))
+                            });
+                    // The receiver is gone only when applying stopped.
+                    let _ = senders[i].send(parsed);
+                });
+            }
+            let mut total = 0;
+            for (cut, rx) in cuts.iter().zip(&receivers) {
+                let applied = rx
+                    .recv()
+                    .unwrap_or_else(|_| Err(corrupt(from, "a reput parser stopped".into())))
+                    .and_then(|requests| {
+                        self.apply(&requests, next_of(cut))?;
+                        Ok(requests.len())
+                    });
+                match applied {
+                    Ok(n) => total += n,
+                    Err(e) => {
+                        abandon.store(true, Ordering::Relaxed);
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(total)
+        })
+    }
+
+    /// Cuts up to [`CUTS_PER_WORKER`] batches per parser (one for the
+    /// serial reput) of at most
     /// [`MAX_RECORDS_PER_PASS`] records; also returns where the next pass
     /// starts when a segment's blank end was reached.
     fn cut(&self, bytes: &[u8], from: i64) -> Result<(Vec<Cut>, Option<i64>), StoreError> {
-        let mut cuts = Vec::with_capacity(self.parse_workers);
+        let most = if self.parse_workers == 1 {
+            1
+        } else {
+            self.parse_workers * CUTS_PER_WORKER
+        };
+        let mut cuts = Vec::with_capacity(most);
         let mut pos = 0usize;
-        while cuts.len() < self.parse_workers {
+        while cuts.len() < most {
             let start = pos;
             let mut records = 0;
             let mut stop = false;

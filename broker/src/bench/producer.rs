@@ -1,0 +1,151 @@
+//! One producer: a connection that sends batches round-robin over the
+//! load's queues, closed loop or on an open-loop schedule.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::time::Instant;
+
+use super::latency::Latencies;
+use super::spec::{LoadSpec, SendMode};
+use crate::sdk::{self, OutMessage, SendCode};
+
+/// Producer group the bench sends as.
+pub const PRODUCER_GROUP: &str = "rmq_bench_producer";
+
+/// What every producer shares.
+#[derive(Debug)]
+pub struct Shared {
+    /// The load.
+    pub spec: LoadSpec,
+    /// (topic, queue) targets.
+    pub targets: Vec<(String, i32)>,
+    /// Messages reserved for sending so far (the budget counter).
+    pub reserved: AtomicU64,
+    /// Messages acknowledged so far.
+    pub acked: AtomicU64,
+    /// Set when sending must end (duration over or an error).
+    pub stop: AtomicBool,
+    /// When sending started.
+    pub started: Instant,
+}
+
+/// One producer's outcome.
+#[derive(Debug, Default)]
+pub struct ProducerResult {
+    /// Latency per request (one per batch), µs.
+    pub latency: Latencies,
+    /// Messages acknowledged with SUCCESS.
+    pub acked: u64,
+    /// Requests that failed or were refused.
+    pub errors: u64,
+    /// The first error, for the report.
+    pub first_error: Option<String>,
+}
+
+/// Runs producer `index` until the budget or the duration is spent.
+pub async fn run(addr: SocketAddr, shared: Arc<Shared>, index: usize) -> ProducerResult {
+    let mut out = ProducerResult::default();
+    let client = match sdk::connect(addr).await {
+        Ok(c) => c,
+        Err(e) => {
+            out.errors += 1;
+            out.first_error = Some(format!("connect {addr}: {e}"));
+            return out;
+        }
+    };
+    let spec = &shared.spec;
+    let batch = spec.batch as u64;
+    let window = match spec.mode {
+        SendMode::Sync => 1,
+        SendMode::Async => spec.inflight,
+    };
+    // Open loop: this producer's share of the rate, as a gap between sends.
+    let gap = spec.rate.map(|r| {
+        let per_producer = r as f64 / spec.producers as f64;
+        Duration::from_secs_f64(batch as f64 / per_producer)
+    });
+    let deadline = spec.duration.map(|d| shared.started + d);
+    let body = vec![b'b'; spec.size];
+    let mut inflight = FuturesUnordered::new();
+    let mut sent_requests: u64 = 0;
+    let mut done = false;
+    loop {
+        if !done && inflight.len() < window {
+            let due = gap.map(|g| shared.started + g.mul_f64(sent_requests as f64));
+            if let Some(due) = due.filter(|d| *d > Instant::now()) {
+                if inflight.is_empty() {
+                    tokio::time::sleep_until(due).await;
+                } else {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(due) => {}
+                        Some(r) = inflight.next() => { settle(&shared, &mut out, r); continue; }
+                    }
+                }
+            }
+            if shared.stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d)
+            {
+                done = true;
+                continue;
+            }
+            if let Some(budget) = spec.budget() {
+                let before = shared.reserved.fetch_add(batch, Ordering::Relaxed);
+                if before >= budget {
+                    done = true;
+                    continue;
+                }
+            }
+            let n = (index as u64 + sent_requests * spec.producers as u64) as usize;
+            let (topic, queue) = &shared.targets[n % shared.targets.len()];
+            let msgs: Vec<OutMessage> = (0..batch)
+                .map(|_| OutMessage {
+                    body: body.clone(),
+                    tags: Some("TagA".into()),
+                    ..OutMessage::default()
+                })
+                .collect();
+            let from = due.unwrap_or_else(Instant::now);
+            let client = &client;
+            inflight.push(async move {
+                let r = sdk::send(client, SendCode::V2, PRODUCER_GROUP, topic, *queue, &msgs).await;
+                (from.elapsed(), r)
+            });
+            sent_requests += 1;
+            continue;
+        }
+        match inflight.next().await {
+            Some(r) => settle(&shared, &mut out, r),
+            None => break,
+        }
+    }
+    client.close().await;
+    out
+}
+
+fn settle(
+    shared: &Shared,
+    out: &mut ProducerResult,
+    (took, r): (Duration, Result<sdk::SendResult, sdk::SdkError>),
+) {
+    match r {
+        Ok(r) if r.code == 0 => {
+            out.latency.record(took.as_micros() as u64);
+            out.acked += shared.spec.batch as u64;
+            shared
+                .acked
+                .fetch_add(shared.spec.batch as u64, Ordering::Relaxed);
+        }
+        Ok(r) => {
+            out.errors += 1;
+            out.first_error
+                .get_or_insert_with(|| format!("send answered code {}", r.code));
+        }
+        Err(e) => {
+            out.errors += 1;
+            out.first_error.get_or_insert_with(|| e.to_string());
+        }
+    }
+}

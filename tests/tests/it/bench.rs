@@ -1,0 +1,140 @@
+//! The load tool against a real broker: its counts agree with what the
+//! broker stored and served, pacing and duration stop it as asked, and it
+//! reads dispatch figures from `/metrics`. The store-level cell reports
+//! every message dispatched. File and RocksDB backends.
+
+use rmq_broker::bench::{load, store, LoadSpec};
+use rmq_broker::broker::Broker;
+use rmq_common::config::CqBackend;
+use rmq_tests::broker_settings;
+
+async fn broker(root: &std::path::Path, backend: CqBackend, test: &str) -> Broker {
+    let mut s = broker_settings(root, backend);
+    s.broker.metrics_port = 0;
+    // Unique per test: the metrics recorder is process-wide.
+    s.broker.broker_name = format!("bench-{test}-{backend}");
+    Broker::start(s).await.unwrap()
+}
+
+fn spec(args: &[&str]) -> LoadSpec {
+    LoadSpec::from_args(args.iter().copied()).unwrap()
+}
+
+async fn counts_agree(backend: CqBackend) {
+    let dir = tempfile::tempdir().unwrap();
+    let b = broker(dir.path(), backend, "counts").await;
+    let s = spec(&[
+        "--producers",
+        "2",
+        "--consumers",
+        "2",
+        "--topics",
+        "2",
+        "--queues",
+        "3",
+        "--size",
+        "100",
+        "--batch",
+        "4",
+        "--mode",
+        "async",
+        "--inflight",
+        "4",
+        "--messages",
+        "2000",
+        "--warmup",
+    ]);
+    let r = load::run(b.addr(), b.metrics_addr(), &s).await.unwrap();
+    assert_eq!(r.first_error, None);
+    assert_eq!((r.sent, r.send_errors), (2000, 0));
+    // One latency per request of 4 messages.
+    assert_eq!(r.send_latency.count, 500);
+    assert_eq!((r.received, r.consume_errors), (2000, 0));
+    assert!(r.caught_up);
+    assert_eq!(r.e2e_latency.count, 2000);
+    assert_eq!(r.total_queues, 6);
+    let d = r.dispatch.clone().unwrap();
+    assert!(d.scrapes >= 2, "{d:?}");
+    assert!(d.delay_count >= 2000.0, "{d:?}");
+    assert!(d.delay_p99_s.is_some(), "{d:?}");
+    // What the broker holds matches: 6 queues, one warm-up message each
+    // (which the consumers, starting at the end, did not count) and 2000.
+    let store = &b.context().store;
+    let mut stored = 0;
+    for t in ["BenchTopic-0", "BenchTopic-1"] {
+        for q in 0..3 {
+            stored += store.consume_queue().max_offset(t, q).unwrap();
+        }
+    }
+    assert_eq!(stored, 2006);
+    b.shutdown().await;
+}
+
+async fn pacing_and_duration(backend: CqBackend) {
+    let dir = tempfile::tempdir().unwrap();
+    let b = broker(dir.path(), backend, "pacing").await;
+    // 1,000 messages at 2,000/s: the last is scheduled 0.4995 s in.
+    let paced = spec(&["--rate", "2000", "--messages", "1000", "--consumers", "0"]);
+    let r = load::run(b.addr(), None, &paced).await.unwrap();
+    assert_eq!(r.sent, 1000);
+    assert!(r.send_seconds >= 0.45, "{}", r.send_seconds);
+    assert_eq!(r.catch_up_seconds, None);
+    // A duration without a count stops on time.
+    let timed = spec(&[
+        "--duration",
+        "300ms",
+        "--producers",
+        "1",
+        "--topic-prefix",
+        "Timed",
+    ]);
+    let r = load::run(b.addr(), None, &timed).await.unwrap();
+    assert!(r.sent > 0);
+    assert!(r.send_seconds >= 0.3, "{}", r.send_seconds);
+    assert_eq!(r.received, r.sent);
+    b.shutdown().await;
+}
+
+fn store_cell(backend: CqBackend) {
+    let dir = tempfile::tempdir().unwrap();
+    let cell = store::CellSpec {
+        backend,
+        queues: 1500,
+        messages: 6000,
+        size: 16,
+        dir: dir.path().join("store"),
+    };
+    let r = store::run_cell(&cell).unwrap();
+    assert_eq!(r.messages, 6000);
+    assert!(r.append_rate > 0.0 && r.dispatch_rate > 0.0, "{r:?}");
+    assert!(r.cq_files > 0 && r.cq_disk_bytes > 0, "{r:?}");
+    if backend == CqBackend::File {
+        // One file per queue (two topics of 750 queues).
+        assert!(r.cq_files >= 1500, "{r:?}");
+    }
+}
+
+macro_rules! per_backend {
+    ($($backend:ident => $b:expr),*) => {$(
+        mod $backend {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn load_counts_agree_with_the_broker() {
+                counts_agree($b).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn rate_and_duration_stop_the_load() {
+                pacing_and_duration($b).await;
+            }
+
+            #[test]
+            fn store_cell_dispatches_everything() {
+                store_cell($b);
+            }
+        }
+    )*};
+}
+
+per_backend!(file => CqBackend::File, rocksdb => CqBackend::Rocksdb);
