@@ -58,25 +58,6 @@ pub async fn topic_list(broker: SocketAddr) -> Result<String, SdkError> {
     Ok(out)
 }
 
-async fn queue_offset(
-    c: &crate::remoting::RemotingClient,
-    code: RequestCode,
-    topic: &str,
-    q: i32,
-) -> Result<i64, SdkError> {
-    let resp = sdk::call(
-        c,
-        sdk::request(
-            code,
-            &[("topic", topic.to_owned()), ("queueId", q.to_string())],
-        ),
-    )
-    .await?;
-    resp.ext()
-        .req_i64("offset")
-        .map_err(|e| SdkError::BadAnswer(e.to_string()))
-}
-
 async fn read_queues(broker: SocketAddr, topic: &str) -> Result<i32, SdkError> {
     let t = topics(broker).await?;
     t.topic_config_table
@@ -91,8 +72,8 @@ pub async fn topic_status(broker: SocketAddr, topic: &str) -> Result<String, Sdk
     let c = sdk::connect(broker).await?;
     let mut out = format!("{:>6} {:>14} {:>14}\n", "QUEUE", "MIN", "MAX");
     for q in 0..queues {
-        let min = queue_offset(&c, RequestCode::GetMinOffset, topic, q).await?;
-        let max = queue_offset(&c, RequestCode::GetMaxOffset, topic, q).await?;
+        let min = sdk::queue_offset(&c, RequestCode::GetMinOffset, topic, q).await?;
+        let max = sdk::queue_offset(&c, RequestCode::GetMaxOffset, topic, q).await?;
         let _ = writeln!(out, "{q:>6} {min:>14} {max:>14}");
     }
     Ok(out)
@@ -112,7 +93,7 @@ pub async fn consumer_progress(
     );
     let mut total = 0;
     for q in 0..queues {
-        let max = queue_offset(&c, RequestCode::GetMaxOffset, topic, q).await?;
+        let max = sdk::queue_offset(&c, RequestCode::GetMaxOffset, topic, q).await?;
         let req = sdk::request(
             RequestCode::QueryConsumerOffset,
             &[
@@ -273,7 +254,15 @@ pub async fn cluster_list(namesrv: SocketAddr) -> Result<String, SdkError> {
     Ok(out)
 }
 
-/// The broker's effective configuration.
+/// Asks the broker for a clean pass now; returns its report (JSON).
+pub async fn clean(broker: SocketAddr) -> Result<String, SdkError> {
+    let c = sdk::connect(broker).await?;
+    let req = RemotingCommand::request(RequestCode::DeleteExpiredCommitlog);
+    let resp = sdk::call(&c, req).await?;
+    Ok(String::from_utf8_lossy(resp.body.as_deref().unwrap_or_default()).into_owned() + "\n")
+}
+
+/// The broker's effective configuration, `key=value` lines.
 pub async fn broker_config(broker: SocketAddr) -> Result<String, SdkError> {
     let c = sdk::connect(broker).await?;
     let resp = sdk::call(&c, RemotingCommand::request(RequestCode::GetBrokerConfig)).await?;

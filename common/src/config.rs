@@ -137,6 +137,19 @@ pub struct StoreConfig {
     /// Disk use (percent) beyond which expired segments are deleted at once.
     #[serde(rename = "diskMaxUsedSpaceRatio")]
     pub disk_max_used_space_ratio_pct: u32,
+    /// Disk use (percent) beyond which segments are deleted even before
+    /// they expire (never the one being written or one reput has not passed).
+    #[serde(rename = "diskSpaceCleanForciblyRatio")]
+    pub disk_space_clean_forcibly_ratio_pct: u32,
+    /// Disk use (percent) beyond which the store refuses writes (reads go
+    /// on) until space is freed.
+    #[serde(rename = "diskSpaceWarningLevelRatio")]
+    pub disk_space_warning_level_ratio_pct: u32,
+    /// Most CommitLog segments one clean pass deletes.
+    pub delete_file_batch_max: u32,
+    /// Interval between clean passes.
+    #[serde(rename = "cleanResourceInterval")]
+    pub clean_resource_interval_ms: u64,
     /// Build consume queues with the concurrent reput (RocketMQ 5.x).
     pub enable_build_consume_queue_concurrently: bool,
     /// Delay levels, e.g. "1s 5s 10s 30s 1m ... 2h".
@@ -202,6 +215,10 @@ impl Default for StoreConfig {
             file_reserved_time_hours: 72,
             delete_when: "04".to_owned(),
             disk_max_used_space_ratio_pct: 75,
+            disk_space_clean_forcibly_ratio_pct: 85,
+            disk_space_warning_level_ratio_pct: 90,
+            delete_file_batch_max: 10,
+            clean_resource_interval_ms: 10_000,
             enable_build_consume_queue_concurrently: false,
             message_delay_level: crate::delay::DEFAULT_DELAY_LEVELS.to_owned(),
             flush_delay_offset_interval_ms: 10_000,
@@ -227,6 +244,32 @@ impl StoreConfig {
             store_path_root_dir: root.into(),
             ..Self::default()
         }
+    }
+
+    /// The hours of the day (0..=23, UTC) in `deleteWhen`, e.g. "04" or
+    /// "01;13".
+    pub fn delete_hours(&self) -> Result<Vec<u32>, ConfigError> {
+        let mut hours = Vec::new();
+        for part in self
+            .delete_when
+            .split(';')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
+            match part.parse::<u32>() {
+                Ok(h) if h < 24 => hours.push(h),
+                _ => {
+                    return Err(ConfigError::new(
+                        "deleteWhen",
+                        format!("{part:?} is not an hour 0..=23 (e.g. \"04\" or \"01;13\")"),
+                    ))
+                }
+            }
+        }
+        if hours.is_empty() {
+            return Err(ConfigError::new("deleteWhen", "names no hour"));
+        }
+        Ok(hours)
     }
 
     /// The parsed `messageDelayLevel` table.
@@ -303,6 +346,25 @@ impl StoreConfig {
                 "must be within 10..=95",
             ));
         }
+        if !(10..=99).contains(&self.disk_space_clean_forcibly_ratio_pct) {
+            return Err(ConfigError::new(
+                "diskSpaceCleanForciblyRatio",
+                "must be within 10..=99",
+            ));
+        }
+        if !(10..=99).contains(&self.disk_space_warning_level_ratio_pct) {
+            return Err(ConfigError::new(
+                "diskSpaceWarningLevelRatio",
+                "must be within 10..=99",
+            ));
+        }
+        if self.delete_file_batch_max == 0 || self.clean_resource_interval_ms == 0 {
+            return Err(ConfigError::new(
+                "deleteFileBatchMax",
+                "deleteFileBatchMax and cleanResourceInterval must be positive",
+            ));
+        }
+        self.delete_hours()?;
         if !matches!(
             self.rocksdb_compaction_style.as_str(),
             "universal" | "level"
@@ -414,5 +476,20 @@ mod tests {
         let e = c.validate().unwrap_err();
         assert_eq!(e.key, "syncFlushTimeout");
         assert!(e.to_string().contains("syncFlushTimeout"));
+    }
+
+    #[test]
+    fn delete_when_hours() {
+        let mut c = StoreConfig::default();
+        assert_eq!(c.delete_hours().unwrap(), vec![4]);
+        c.delete_when = "01; 13".into();
+        assert_eq!(c.delete_hours().unwrap(), vec![1, 13]);
+        for bad in ["24", "x", "", ";"] {
+            c.delete_when = bad.into();
+            assert_eq!(c.validate().unwrap_err().key, "deleteWhen", "{bad:?}");
+        }
+        c.delete_when = "04".into();
+        c.disk_space_clean_forcibly_ratio_pct = 100;
+        assert_eq!(c.validate().unwrap_err().key, "diskSpaceCleanForciblyRatio");
     }
 }

@@ -72,6 +72,15 @@ pub enum StoreError {
     /// A configuration value cannot be used.
     #[error(transparent)]
     Config(#[from] rmq_common::ConfigError),
+    /// The store's disk is fuller than `diskSpaceWarningLevelRatio`: writes
+    /// are refused until space is freed (reads go on).
+    #[error("disk full: the store's disk is {used_pct:.1}% used, above diskSpaceWarningLevelRatio {limit_pct}%; writes are refused until space is freed")]
+    DiskFull {
+        /// Disk use when last read, percent.
+        used_pct: f64,
+        /// The configured limit, percent.
+        limit_pct: u32,
+    },
     /// The store is shut down.
     #[error("store is shut down")]
     ShutDown,

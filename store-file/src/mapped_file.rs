@@ -21,6 +21,9 @@ pub enum FlushMethod {
     Msync,
 }
 
+/// `ENOSPC` on Linux and the BSDs.
+const ENOSPC: i32 = 28;
+
 /// A mapped segment of a CommitLog or consume queue.
 ///
 /// Invariant: bytes below [`MappedFile::wrote_position`] are never modified
@@ -49,6 +52,24 @@ impl MappedFile {
             .open(path)?;
         file.set_len(size as u64)?;
         Self::map(path, file, file_from_offset, size, 0)
+    }
+
+    /// [`MappedFile::create`] with every block allocated up front
+    /// (fallocate), so writes through the map cannot meet a full disk (a
+    /// full disk under a sparse map kills the process with SIGBUS): a full
+    /// disk fails here, as an error. Where the file system cannot allocate
+    /// ahead the file stays sparse.
+    pub fn create_allocated(path: &Path, file_from_offset: i64, size: usize) -> io::Result<Self> {
+        let mapped = Self::create(path, file_from_offset, size)?;
+        if let Err(e) = fs4::fs_std::FileExt::allocate(&mapped.file, size as u64) {
+            if e.raw_os_error() == Some(ENOSPC) {
+                drop(mapped);
+                let _ = std::fs::remove_file(path);
+                return Err(e);
+            }
+            tracing::debug!(path = %path.display(), error = %e, "cannot allocate ahead; the file stays sparse");
+        }
+        Ok(mapped)
     }
 
     /// Maps an existing file, which must be exactly `size` bytes. The write

@@ -155,3 +155,31 @@ pub fn broker_settings(root: &Path, backend: CqBackend) -> rmq_broker::config::S
         store,
     }
 }
+
+/// A disk whose used fraction a test sets (per mille), for the store's
+/// retention and disk-full checks.
+#[derive(Debug)]
+pub struct FakeDisk(std::sync::atomic::AtomicU64);
+
+impl FakeDisk {
+    /// A disk `ratio` (0.0..=1.0) used.
+    pub fn new(ratio: f64) -> Arc<Self> {
+        let d = Arc::new(Self(std::sync::atomic::AtomicU64::new(0)));
+        d.set(ratio);
+        d
+    }
+
+    /// Sets the used fraction.
+    pub fn set(&self, ratio: f64) {
+        self.0.store(
+            (ratio * 1000.0) as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+}
+
+impl rmq_broker::store::clean::DiskUsage for FakeDisk {
+    fn used_ratio(&self) -> Option<f64> {
+        Some(self.0.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1000.0)
+    }
+}

@@ -66,6 +66,9 @@ enum Cmd {
     Cluster,
     /// The broker's effective configuration.
     Config,
+    /// Run a CommitLog clean pass now (DELETE_EXPIRED_COMMITLOG): expired
+    /// segments go whatever the hour.
+    Clean,
 }
 
 #[derive(Debug, Subcommand)]
@@ -120,6 +123,7 @@ async fn main() -> anyhow::Result<()> {
             count,
         } => admin::read_queue(args.broker, &topic, queue, offset, count).await?,
         Cmd::Cluster => admin::cluster_list(args.namesrv).await?,
+        Cmd::Clean => admin::clean(args.broker).await?,
         Cmd::Config => admin::broker_config(args.broker).await?,
     };
     print!("{out}");

@@ -1,4 +1,5 @@
-//! UPDATE_AND_CREATE_TOPIC and GET_ALL_TOPIC_CONFIG.
+//! UPDATE_AND_CREATE_TOPIC, GET_ALL_TOPIC_CONFIG, GET_BROKER_CONFIG and
+//! DELETE_EXPIRED_COMMITLOG.
 
 use std::sync::Arc;
 
@@ -8,6 +9,32 @@ use super::{success, Handled, Refusal};
 use crate::context::BrokerContext;
 use crate::meta::{TopicConfig, PERM_READ, PERM_WRITE};
 use crate::namesrv::route::{DataVersion, TopicConfigSerializeWrapper};
+
+/// DELETE_EXPIRED_COMMITLOG: one clean pass now (expired segments go
+/// whatever the hour); the body is the pass's report as JSON.
+pub async fn delete_expired(ctx: &Arc<BrokerContext>) -> Handled {
+    let store = Arc::clone(&ctx.store);
+    let report = tokio::task::spawn_blocking(move || {
+        store.clean_pass(crate::store::clean::CleanTrigger::Operator)
+    })
+    .await
+    .map_err(|e| {
+        Refusal::new(
+            ResponseCode::SystemError,
+            format!("clean pass stopped: {e}"),
+        )
+    })?
+    .map_err(|e| Refusal::new(ResponseCode::SystemError, format!("clean pass failed: {e}")))?;
+    tracing::info!(
+        deleted = report.deleted,
+        min_offset = report.min_offset,
+        end = ?report.end,
+        "clean pass requested by an operator"
+    );
+    let body = serde_json::to_vec(&report)
+        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+    Ok(success().with_body(body))
+}
 
 /// Handles topic administration.
 pub fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {

@@ -178,6 +178,7 @@ async fn dispatch(
         RequestCode::UpdateAndCreateTopic
         | RequestCode::GetAllTopicConfig
         | RequestCode::GetBrokerConfig => admin::handle(ctx, code, req),
+        RequestCode::DeleteExpiredCommitlog => admin::delete_expired(ctx).await,
         RequestCode::LockBatchMq | RequestCode::UnlockBatchMq => lock::handle(ctx, code, req),
         RequestCode::GetKvConfig => Ok(RemotingCommand::response(
             ResponseCode::QueryNotFound,
@@ -225,6 +226,9 @@ impl From<HeaderError> for Refusal {
     }
 }
 
+/// `ENOSPC` on Linux.
+const ENOSPC: i32 = 28;
+
 impl From<rmq_store_file::StoreError> for Refusal {
     fn from(e: rmq_store_file::StoreError) -> Self {
         use rmq_store_file::StoreError as E;
@@ -232,7 +236,14 @@ impl From<rmq_store_file::StoreError> for Refusal {
             E::MessageIllegal { .. } | E::IllegalName(_) | E::Encode(_) => {
                 ResponseCode::MessageIllegal
             }
-            E::Poisoned { .. } | E::ShutDown => ResponseCode::ServiceNotAvailable,
+            E::Poisoned { .. } | E::ShutDown | E::DiskFull { .. } => {
+                ResponseCode::ServiceNotAvailable
+            }
+            // A new CommitLog segment could not be allocated: nothing was
+            // written, and the client may try another broker.
+            E::Io { source, .. } if source.raw_os_error() == Some(ENOSPC) => {
+                ResponseCode::ServiceNotAvailable
+            }
             _ => ResponseCode::SystemError,
         };
         Self::new(code, e.to_string())

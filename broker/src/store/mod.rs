@@ -3,6 +3,7 @@
 //! together (flush, reput, consume-queue flush).
 
 mod arrival;
+pub mod clean;
 mod delay;
 mod factory;
 mod filter;
@@ -48,6 +49,7 @@ pub struct MessageStore {
     index: Option<Arc<IndexService>>,
     checkpoint: Arc<Checkpoint>,
     dispatcher: Arc<Dispatcher>,
+    cleaner: Arc<clean::Cleaner>,
     services: Mutex<Option<Services>>,
     abort: Mutex<Option<AbortFile>>,
     lock: Mutex<Option<RootLock>>,
@@ -110,6 +112,29 @@ impl MessageStore {
     /// `timeout` passes; returns whether it has.
     pub fn wait_dispatched_to(&self, target: i64, timeout: std::time::Duration) -> bool {
         self.dispatcher.wait_reput_to(target, timeout)
+    }
+
+    /// Runs one clean pass now, as the clean service or an operator would
+    /// (see [`clean::CleanTrigger`]).
+    pub fn clean_pass(
+        &self,
+        trigger: clean::CleanTrigger,
+    ) -> Result<clean::CleanReport, rmq_store_file::StoreError> {
+        self.cleaner.pass(trigger)
+    }
+
+    /// Replaces how the clean service reads disk use (tests simulate a
+    /// full disk with it).
+    pub fn set_disk_usage(&self, probe: Arc<dyn clean::DiskUsage>) {
+        *self.cleaner.disk.write() = probe;
+        self.cleaner.check_disk();
+    }
+
+    /// Re-reads disk use now (the put path does so at most once a second,
+    /// the clean service every pass); returns whether writes are refused
+    /// because the disk is past `diskSpaceWarningLevelRatio`.
+    pub fn check_disk(&self) -> bool {
+        self.cleaner.check_disk()
     }
 
     /// Lowest CommitLog offset still stored.

@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use rmq_common::config::CqBackend;
 use rmq_common::cq::ConsumeQueueStore;
 use rmq_common::time::{Clock, SystemClock};
@@ -15,6 +15,7 @@ use rmq_store_file::index::IndexService;
 use rmq_store_file::root::{AbortFile, Checkpoint, RootLock};
 use rmq_store_file::StoreError;
 
+use super::clean::{CleanPolicy, Cleaner, DiskGuard, FsDiskUsage};
 use super::factory::open_consume_queue_store;
 use super::reput::Dispatcher;
 use super::services::Services;
@@ -34,6 +35,8 @@ pub struct StartupReport {
     pub redispatch_from: i64,
     /// Records dispatched before the store opened for business.
     pub redispatched_records: u64,
+    /// Time that dispatch took.
+    pub redispatch_elapsed: Duration,
     /// Queues known after start-up.
     pub queues: usize,
     /// Whole start-up time.
@@ -119,7 +122,9 @@ impl MessageStore {
         ));
         // Dispatch everything the consume queue missed before any new append
         // takes a queue offset, so offsets continue without reuse.
+        let catch_up_started = Instant::now();
         let redispatched_records = dispatcher.catch_up()?;
+        let redispatch_elapsed = catch_up_started.elapsed();
         let queues = cq.queues()?;
         let mut offsets = Vec::with_capacity(queues.len());
         for q in &queues {
@@ -128,6 +133,17 @@ impl MessageStore {
         }
         commit_log.set_queue_offsets(offsets);
 
+        let cleaner = Arc::new(Cleaner {
+            policy: CleanPolicy::from_config(&config)?,
+            commit_log: Arc::clone(&commit_log),
+            cq: Arc::clone(&cq),
+            index: index.clone(),
+            dispatcher: Arc::clone(&dispatcher),
+            clock: Arc::clone(&clock),
+            disk: RwLock::new(Arc::new(FsDiskUsage(root.clone()))),
+            guard: DiskGuard::new(config.disk_space_warning_level_ratio_pct),
+            pass_lock: Mutex::new(()),
+        });
         let services = Services::start(
             &config,
             &commit_log,
@@ -135,6 +151,7 @@ impl MessageStore {
             index.as_ref(),
             &checkpoint,
             &dispatcher,
+            &cleaner,
         )?;
         let startup = StartupReport {
             abnormal,
@@ -142,6 +159,7 @@ impl MessageStore {
             recovery,
             redispatch_from,
             redispatched_records,
+            redispatch_elapsed,
             queues: queues.len(),
             elapsed: started.elapsed(),
         };
@@ -166,6 +184,7 @@ impl MessageStore {
             index,
             checkpoint,
             dispatcher,
+            cleaner,
             services: Mutex::new(Some(services)),
             abort: Mutex::new(Some(abort)),
             lock: Mutex::new(Some(lock)),

@@ -37,6 +37,7 @@ impl MessageStore {
     /// [`schedule_rewrite`]); the result then names where it waits.
     pub fn put_message(&self, msg: &MessageToStore) -> Result<PutMessageResult, StoreError> {
         self.ensure_running()?;
+        self.cleaner.admit_write()?;
         let started = std::time::Instant::now();
         let msg = schedule_rewrite(&self.delay_levels, msg);
         let r = self.commit_log.append(&msg)?;
@@ -53,6 +54,7 @@ impl MessageStore {
     /// apply to batches (RocketMQ refuses them; the send path does too).
     pub fn put_messages(&self, msgs: &[MessageToStore]) -> Result<PutMessageResult, StoreError> {
         self.ensure_running()?;
+        self.cleaner.admit_write()?;
         let started = std::time::Instant::now();
         let appended = self.commit_log.append_batch(msgs)?;
         self.dispatcher.notify_new_data();

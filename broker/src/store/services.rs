@@ -13,6 +13,7 @@ use rmq_store_file::index::IndexService;
 use rmq_store_file::root::Checkpoint;
 use rmq_store_file::StoreError;
 
+use super::clean::Cleaner;
 use super::reput::{Dispatcher, ReputThread};
 use super::MessageStore;
 
@@ -21,7 +22,8 @@ use super::MessageStore;
 pub(crate) struct Services {
     flush: FlushService,
     reput: ReputThread,
-    cq_flush: CqFlushThread,
+    cq_flush: Periodic,
+    clean: Periodic,
 }
 
 impl Services {
@@ -32,11 +34,12 @@ impl Services {
         index: Option<&Arc<IndexService>>,
         checkpoint: &Arc<Checkpoint>,
         dispatcher: &Arc<Dispatcher>,
+        cleaner: &Arc<Cleaner>,
     ) -> Result<Self, StoreError> {
         let flush =
             FlushService::spawn(Arc::clone(commit_log), FlushSettings::from_config(config))?;
         let reput = ReputThread::spawn(Arc::clone(dispatcher))?;
-        let cq_flush = CqFlushThread::spawn(
+        let cq_flush = spawn_cq_flush(
             Duration::from_millis(config.flush_interval_consume_queue_ms),
             FlushTargets {
                 commit_log: Arc::clone(commit_log),
@@ -45,10 +48,15 @@ impl Services {
                 checkpoint: Arc::clone(checkpoint),
             },
         )?;
+        let clean = spawn_clean(
+            Duration::from_millis(config.clean_resource_interval_ms),
+            Arc::clone(cleaner),
+        )?;
         Ok(Self {
             flush,
             reput,
             cq_flush,
+            clean,
         })
     }
 }
@@ -83,47 +91,44 @@ impl FlushTargets {
     }
 }
 
-/// Flushes the consume queue, index and checkpoint every interval.
+/// A named thread that runs a step every interval until stopped; the step
+/// never runs while a stop is pending, and stop joins the thread.
 #[derive(Debug)]
-pub(crate) struct CqFlushThread {
+pub(crate) struct Periodic {
     stop: Arc<(Mutex<bool>, Condvar)>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl CqFlushThread {
-    fn spawn(interval: Duration, targets: FlushTargets) -> Result<Self, StoreError> {
+impl Periodic {
+    pub(crate) fn spawn(
+        name: &str,
+        interval: Duration,
+        mut step: impl FnMut() + Send + 'static,
+    ) -> Result<Self, StoreError> {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let s = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
-            .name("cq-flush".into())
-            .spawn(move || {
-                let mut last_error_log: Option<Instant> = None;
-                loop {
-                    {
-                        let mut stopped = s.0.lock();
-                        if !*stopped {
-                            s.1.wait_for(&mut stopped, interval);
-                        }
-                        if *stopped {
-                            return;
-                        }
+            .name(name.into())
+            .spawn(move || loop {
+                {
+                    let mut stopped = s.0.lock();
+                    if !*stopped {
+                        s.1.wait_for(&mut stopped, interval);
                     }
-                    if let Err(e) = targets.flush_all() {
-                        if last_error_log.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
-                            tracing::error!(error = %e, "consume queue / index flush failed");
-                            last_error_log = Some(Instant::now());
-                        }
+                    if *stopped {
+                        return;
                     }
                 }
+                step();
             })
-            .map_err(|e| StoreError::io("spawn consume-queue flush thread", e))?;
+            .map_err(|e| StoreError::io(format!("spawn the {name} thread"), e))?;
         Ok(Self {
             stop,
             thread: Some(thread),
         })
     }
 
-    fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         self.stop_inner();
     }
 
@@ -136,10 +141,36 @@ impl CqFlushThread {
     }
 }
 
-impl Drop for CqFlushThread {
+impl Drop for Periodic {
     fn drop(&mut self) {
         self.stop_inner();
     }
+}
+
+/// Flushes the consume queue, index and checkpoint every interval.
+fn spawn_cq_flush(interval: Duration, targets: FlushTargets) -> Result<Periodic, StoreError> {
+    let mut last_error_log: Option<Instant> = None;
+    Periodic::spawn("cq-flush", interval, move || {
+        if let Err(e) = targets.flush_all() {
+            if last_error_log.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
+                tracing::error!(error = %e, "consume queue / index flush failed");
+                last_error_log = Some(Instant::now());
+            }
+        }
+    })
+}
+
+/// Runs a clean pass every `cleanResourceInterval`.
+fn spawn_clean(interval: Duration, cleaner: Arc<Cleaner>) -> Result<Periodic, StoreError> {
+    let mut last_error_log: Option<Instant> = None;
+    Periodic::spawn("store-clean", interval, move || {
+        if let Err(e) = cleaner.pass(super::clean::CleanTrigger::Service) {
+            if last_error_log.is_none_or(|t| t.elapsed() > Duration::from_secs(60)) {
+                tracing::error!(error = %e, "CommitLog clean pass failed");
+                last_error_log = Some(Instant::now());
+            }
+        }
+    })
 }
 
 impl MessageStore {
@@ -168,6 +199,7 @@ impl MessageStore {
         let Some(services) = self.services.lock().take() else {
             return Ok(());
         };
+        services.clean.stop();
         services.reput.stop();
         services.flush.stop();
         services.cq_flush.stop();
@@ -211,6 +243,7 @@ impl MessageStore {
             // way out except the CommitLog flush thread, whose final flush
             // only makes durable what a crash would have kept in the page
             // cache anyway.
+            services.clean.stop();
             services.reput.stop();
             services.cq_flush.stop();
             services.flush.stop();

@@ -95,6 +95,7 @@ wire_codes! {
         GetBrokerClusterInfo = 106 => "GET_BROKER_CLUSTER_INFO",
         SendMessageV2 = 310 => "SEND_MESSAGE_V2",
         SendBatchMessage = 320 => "SEND_BATCH_MESSAGE",
+        DeleteExpiredCommitlog = 329 => "DELETE_EXPIRED_COMMITLOG",
     }
 }
 
@@ -158,6 +159,7 @@ mod tests {
             (RequestCode::EndTransaction, 37),
             (RequestCode::GetConsumerListByGroup, 38),
             (RequestCode::CheckTransactionState, 39),
+            (RequestCode::DeleteExpiredCommitlog, 329),
             (RequestCode::NotifyConsumerIdsChanged, 40),
             (RequestCode::LockBatchMq, 41),
             (RequestCode::UnlockBatchMq, 42),

@@ -116,7 +116,7 @@ impl SegmentQueue {
             .spawn(move || {
                 while let Ok(offset) = rx.recv() {
                     let path = dir.join(segment_name(offset));
-                    match MappedFile::create(&path, offset, size) {
+                    match MappedFile::create_allocated(&path, offset, size) {
                         Ok(f) => {
                             if warm {
                                 if let Err(e) = f.populate_write() {
@@ -208,9 +208,9 @@ impl SegmentQueue {
             None => {
                 let path = self.dir.join(segment_name(offset));
                 Arc::new(
-                    MappedFile::create(&path, offset, self.segment_size).map_err(|e| {
-                        StoreError::io(format!("create segment {}", path.display()), e)
-                    })?,
+                    MappedFile::create_allocated(&path, offset, self.segment_size).map_err(
+                        |e| StoreError::io(format!("create segment {}", path.display()), e),
+                    )?,
                 )
             }
         };
