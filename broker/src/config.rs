@@ -53,6 +53,13 @@ pub struct BrokerConfig {
     pub short_polling_time_ms: u64,
     /// Requests one connection may have in flight before it is read no more.
     pub max_in_flight_per_connection: u32,
+    /// Request body bytes one connection may hold in flight before it is
+    /// read no more.
+    pub max_buffered_bytes_per_connection: u64,
+    /// The embedded or standalone NameServer drops a broker that has not
+    /// registered for this long, ms (RocketMQ: 120 s).
+    #[serde(rename = "namesrvBrokerExpiry")]
+    pub namesrv_broker_expiry_ms: i64,
     /// Prometheus endpoint port (0 picks a free one, -1 disables it).
     pub metrics_port: i32,
     /// Retries a consumer group gets before a message goes to its DLQ, when
@@ -89,6 +96,8 @@ impl Default for BrokerConfig {
             long_polling_enable: true,
             short_polling_time_ms: 1_000,
             max_in_flight_per_connection: 256,
+            max_buffered_bytes_per_connection: 64 * 1024 * 1024,
+            namesrv_broker_expiry_ms: crate::namesrv::service::BROKER_EXPIRY_MS,
             metrics_port: 5557,
             max_reconsume_times: 16,
             log_level: "info".into(),
@@ -169,6 +178,18 @@ impl BrokerConfig {
             return Err(ConfigError::new(
                 "transactionCheckInterval",
                 "must be at least 10 ms",
+            ));
+        }
+        if self.namesrv_broker_expiry_ms < 1_000 {
+            return Err(ConfigError::new(
+                "namesrvBrokerExpiry",
+                "must be at least 1000 ms",
+            ));
+        }
+        if self.max_buffered_bytes_per_connection == 0 {
+            return Err(ConfigError::new(
+                "maxBufferedBytesPerConnection",
+                "must be positive",
             ));
         }
         if self.max_in_flight_per_connection == 0 {

@@ -13,6 +13,8 @@ pub mod constants;
 pub mod cq;
 pub mod delay;
 pub mod dispatch;
+#[doc(hidden)]
+pub mod fuzz_harness;
 pub mod message;
 pub mod names;
 pub mod remoting;

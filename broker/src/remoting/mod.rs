@@ -9,3 +9,6 @@ pub mod server;
 pub use client::{ClientError, RemotingClient};
 pub use codec::{CodecError, RemotingCodec};
 pub use server::{serve, ConnId, Connection, RequestHandler, ServerOptions};
+
+#[cfg(test)]
+mod server_tests;

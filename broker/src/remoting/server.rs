@@ -97,6 +97,9 @@ pub struct ServerOptions {
     pub max_in_flight: usize,
     /// A connection silent this long is closed.
     pub idle_timeout: Duration,
+    /// Request bytes (bodies) of one connection held at once; further
+    /// frames are not read until handled requests release theirs.
+    pub max_buffered_bytes: usize,
 }
 
 impl Default for ServerOptions {
@@ -105,6 +108,7 @@ impl Default for ServerOptions {
             max_frame: rmq_common::remoting::MAX_FRAME_BYTES,
             max_in_flight: 256,
             idle_timeout: Duration::from_secs(120),
+            max_buffered_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -192,6 +196,8 @@ async fn connection<H: RequestHandler>(
         let _ = sink.close().await;
     });
     let in_flight = Arc::new(Semaphore::new(options.max_in_flight));
+    let budget = options.max_buffered_bytes.clamp(1, u32::MAX as usize);
+    let buffered = Arc::new(Semaphore::new(budget));
     loop {
         let permit = tokio::select! {
             biased;
@@ -221,12 +227,19 @@ async fn connection<H: RequestHandler>(
             handler.response(&conn, cmd);
             continue;
         }
+        // A frame larger than the whole budget takes all of it.
+        let size = cmd.body.as_ref().map_or(0, |b| b.len()).clamp(1, budget) as u32;
+        let bytes = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => break,
+            b = Arc::clone(&buffered).acquire_many_owned(size) => match b { Ok(b) => b, Err(_) => break },
+        };
         let (h, c) = (Arc::clone(&handler), Arc::clone(&conn));
         tracker.spawn(async move {
             if let Some(resp) = h.handle(Arc::clone(&c), cmd).await {
                 c.send_async(resp).await;
             }
-            drop(permit);
+            drop((permit, bytes));
         });
     }
     cancel.cancel();

@@ -54,6 +54,17 @@ impl RemotingCommand {
         Ok(())
     }
 
+    /// Decodes a header (without the frame around it) in either encoding.
+    pub fn decode_header(
+        serialize_type: SerializeType,
+        header: &[u8],
+    ) -> Result<RemotingCommand, RemotingError> {
+        match serialize_type {
+            SerializeType::Json => json_header::decode(header),
+            SerializeType::RocketMq => binary_header::decode(header),
+        }
+    }
+
     /// Decodes one frame from the front of `src`.
     ///
     /// Returns `Ok(None)` and consumes nothing until a whole frame is
@@ -97,10 +108,7 @@ impl RemotingCommand {
             });
         }
         let header = frame.split_to(header_len);
-        let mut cmd = match serialize_type {
-            SerializeType::Json => json_header::decode(&header)?,
-            SerializeType::RocketMq => binary_header::decode(&header)?,
-        };
+        let mut cmd = Self::decode_header(serialize_type, &header)?;
         cmd.serialize_type = serialize_type;
         cmd.body = if frame.is_empty() { None } else { Some(frame) };
         Ok(Some(cmd))
