@@ -86,17 +86,7 @@ impl Broker {
             source,
         })?;
         let namesrv = match u16::try_from(settings.broker.namesrv_listen_port) {
-            Ok(port) => {
-                let l = bind(&ip, port).await?;
-                Some(
-                    NameServer::start(l, Arc::new(SystemClock), cancel.clone(), tracker.clone())
-                        .await
-                        .map_err(|source| BrokerError::Bind {
-                            addr: format!("{ip}:{port}"),
-                            source,
-                        })?,
-                )
-            }
+            Ok(port) => Some(start_namesrv(&settings, &ip, port, &cancel, &tracker).await?),
             Err(_) => None,
         };
 
@@ -169,6 +159,10 @@ impl Broker {
         let options = ServerOptions {
             max_in_flight: ctx.settings.broker.max_in_flight_per_connection as usize,
             idle_timeout: Duration::from_millis(ctx.settings.broker.channel_not_active_interval_ms),
+            max_buffered_bytes: usize::try_from(
+                ctx.settings.broker.max_buffered_bytes_per_connection,
+            )
+            .unwrap_or(usize::MAX),
             ..ServerOptions::default()
         };
         tracker.spawn(serve(
@@ -398,24 +392,43 @@ impl StandaloneNameServer {
 /// Starts a NameServer on `brokerIP1:namesrvListenPort` only.
 pub async fn run_namesrv_only(settings: &Settings) -> Result<StandaloneNameServer, BrokerError> {
     let port = u16::try_from(settings.broker.namesrv_listen_port).unwrap_or(9876);
-    let listener = bind(&settings.broker.broker_ip1, port).await?;
     let cancel = CancellationToken::new();
     let tracker = TaskTracker::new();
-    let handle = NameServer::start(
+    let handle = start_namesrv(
+        settings,
+        &settings.broker.broker_ip1,
+        port,
+        &cancel,
+        &tracker,
+    )
+    .await?;
+    Ok(StandaloneNameServer {
+        handle,
+        cancel,
+        tracker,
+    })
+}
+
+/// Binds `ip:port` and serves a NameServer there (embedded or standalone).
+async fn start_namesrv(
+    settings: &Settings,
+    ip: &str,
+    port: u16,
+    cancel: &CancellationToken,
+    tracker: &TaskTracker,
+) -> Result<NameServerHandle, BrokerError> {
+    let listener = bind(ip, port).await?;
+    NameServer::start(
         listener,
         Arc::new(SystemClock),
+        settings.broker.namesrv_broker_expiry_ms,
         cancel.clone(),
         tracker.clone(),
     )
     .await
     .map_err(|source| BrokerError::Bind {
-        addr: format!("port {port}"),
+        addr: format!("{ip}:{port}"),
         source,
-    })?;
-    Ok(StandaloneNameServer {
-        handle,
-        cancel,
-        tracker,
     })
 }
 

@@ -16,8 +16,9 @@ use super::processor::NameServerHandler;
 use super::route::RouteInfoManager;
 use crate::remoting::{serve, ServerOptions};
 
-/// A broker not heard from for this long is dropped (brokers re-register
-/// every 30 s, so this is four missed heartbeats), ms.
+/// Default of `namesrvBrokerExpiry`: a broker not heard from for this long
+/// is dropped (brokers re-register every 30 s, so this is four missed
+/// heartbeats), ms.
 pub const BROKER_EXPIRY_MS: i64 = 120_000;
 
 /// How often the expiry scan runs.
@@ -28,15 +29,18 @@ pub const SCAN_INTERVAL: Duration = Duration::from_secs(10);
 pub struct NameServer {
     handler: Arc<NameServerHandler>,
     clock: Arc<dyn Clock>,
+    expiry_ms: i64,
 }
 
 impl NameServer {
-    /// Empty route tables; `clock` stamps heartbeats and drives expiry.
-    pub fn new(clock: Arc<dyn Clock>) -> Self {
+    /// Empty route tables; `clock` stamps heartbeats and drives expiry; a
+    /// broker silent for more than `expiry_ms` is dropped.
+    pub fn new(clock: Arc<dyn Clock>, expiry_ms: i64) -> Self {
         let routes = Arc::new(RouteInfoManager::new());
         Self {
             handler: Arc::new(NameServerHandler::new(routes, Arc::clone(&clock))),
             clock,
+            expiry_ms,
         }
     }
 
@@ -46,11 +50,12 @@ impl NameServer {
     pub async fn start(
         listener: TcpListener,
         clock: Arc<dyn Clock>,
+        expiry_ms: i64,
         cancel: CancellationToken,
         tracker: TaskTracker,
     ) -> io::Result<NameServerHandle> {
         let addr = listener.local_addr()?;
-        let server = Arc::new(Self::new(clock));
+        let server = Arc::new(Self::new(clock, expiry_ms));
         tracker.spawn(serve(
             listener,
             Arc::clone(&server.handler),
@@ -74,13 +79,13 @@ impl NameServer {
     }
 
     /// One expiry pass: drops every broker address not heard from for
-    /// [`BROKER_EXPIRY_MS`]; returns the dropped addresses.
+    /// the expiry; returns the dropped addresses.
     pub fn scan_once(&self) -> Vec<String> {
-        let dropped = self.routes().expire(self.clock.now_ms(), BROKER_EXPIRY_MS);
+        let dropped = self.routes().expire(self.clock.now_ms(), self.expiry_ms);
         for addr in &dropped {
             tracing::warn!(
                 broker_addr = %addr,
-                expiry_ms = BROKER_EXPIRY_MS,
+                expiry_ms = self.expiry_ms,
                 "broker expired: no registration within the expiry; dropped from routes"
             );
         }

@@ -3,14 +3,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod admin_cli;
+mod bench;
 mod broker_clients;
 mod broker_server;
 mod cq_conformance;
 mod cq_model;
+mod disk_full;
 mod metrics;
 mod namesrv;
 mod real_client;
 mod reput_concurrent;
+mod retention;
 mod retry_dlq;
 mod schedule;
 mod store_bad_input;

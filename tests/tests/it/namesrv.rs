@@ -49,13 +49,23 @@ impl NameServerFixture {
     }
 
     async fn start_on(addr: SocketAddr) -> Self {
+        Self::start_with(addr, BROKER_EXPIRY_MS).await
+    }
+
+    async fn start_with(addr: SocketAddr, expiry_ms: i64) -> Self {
         let listener = TcpListener::bind(addr).await.unwrap();
         let clock = Arc::new(ManualClock::new(T0));
         let cancel = CancellationToken::new();
         let tracker = TaskTracker::new();
-        let ns = NameServer::start(listener, clock.clone(), cancel.clone(), tracker.clone())
-            .await
-            .unwrap();
+        let ns = NameServer::start(
+            listener,
+            clock.clone(),
+            expiry_ms,
+            cancel.clone(),
+            tracker.clone(),
+        )
+        .await
+        .unwrap();
         Self {
             ns,
             clock,
@@ -335,7 +345,16 @@ async fn namesrv_trigger_publishes_a_topic_change() {
 
 #[tokio::test]
 async fn namesrv_expiry_drops_brokers_silent_for_120s() {
-    let fx = NameServerFixture::start().await;
+    expiry_drops_silent_brokers(BROKER_EXPIRY_MS).await;
+}
+
+#[tokio::test]
+async fn namesrv_expiry_is_configurable() {
+    expiry_drops_silent_brokers(5_000).await;
+}
+
+async fn expiry_drops_silent_brokers(expiry_ms: i64) {
+    let fx = NameServerFixture::start_with("127.0.0.1:0".parse().unwrap(), expiry_ms).await;
     let client = RemotingClient::connect(fx.ns.addr).await.unwrap();
     let reg_a = || {
         raw_register(
@@ -354,14 +373,14 @@ async fn namesrv_expiry_drops_brokers_silent_for_120s() {
     assert_eq!(call(&client, reg_a()).await.code, 0);
     assert_eq!(call(&client, reg_b).await.code, 0);
 
-    fx.clock.advance(BROKER_EXPIRY_MS / 2);
+    fx.clock.advance(expiry_ms / 2);
     assert!(fx.ns.scan_once().is_empty());
     // a heartbeats; b stays silent.
     assert_eq!(call(&client, reg_a()).await.code, 0);
-    fx.clock.advance(BROKER_EXPIRY_MS / 2);
+    fx.clock.advance(expiry_ms - expiry_ms / 2);
     assert!(
         fx.ns.scan_once().is_empty(),
-        "exactly 120 s of silence is not yet expiry"
+        "exactly the expiry of silence is not yet expiry"
     );
     fx.clock.advance(1);
     assert_eq!(fx.ns.scan_once(), vec!["127.0.0.1:10921".to_owned()]);
