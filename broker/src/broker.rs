@@ -19,7 +19,7 @@ use crate::meta::{ConsumerOffsetManager, TopicConfigManager};
 use crate::namesrv::route::{
     BrokerIdentity, DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper,
 };
-use crate::namesrv::{BrokerRegistrar, NameServer, NameServerHandle};
+use crate::namesrv::{BodyForm, BrokerRegistrar, NameServer, NameServerHandle};
 use crate::processor::lock::QueueLockManager;
 use crate::processor::BrokerHandler;
 use crate::pull_hold::PullHoldService;
@@ -62,6 +62,7 @@ pub struct Broker {
     metrics_addr: Option<SocketAddr>,
     schedule: Option<ScheduleService>,
     transaction: Option<TransactionService>,
+    registrar: Option<BrokerRegistrar>,
     cancel: CancellationToken,
     tracker: TaskTracker,
 }
@@ -187,7 +188,7 @@ impl Broker {
                 namesrv_addrs.push(ns.addr);
             }
         }
-        start_registrar(&ctx, namesrv_addrs, &cancel, &tracker).await?;
+        let registrar = start_registrar(&ctx, namesrv_addrs, &cancel, &tracker).await?;
         tracing::info!(%addr, backend = %ctx.store.consume_queue().backend(), "broker started");
         Ok(Self {
             ctx,
@@ -196,6 +197,7 @@ impl Broker {
             metrics_addr,
             schedule: Some(schedule),
             transaction: Some(transaction),
+            registrar,
             cancel,
             tracker,
         })
@@ -219,6 +221,33 @@ impl Broker {
     /// The embedded NameServer's address, if it runs.
     pub fn namesrv_addr(&self) -> Option<SocketAddr> {
         self.namesrv.as_ref().map(|n| n.addr)
+    }
+
+    /// The NameServer registrar, if the broker has a NameServer.
+    pub fn registrar(&self) -> Option<&BrokerRegistrar> {
+        self.registrar.as_ref()
+    }
+
+    /// Stops the way `kill -9` would, as far as others can tell: the
+    /// listeners close and connections drop, nothing is unregistered
+    /// (NameServers drop the broker only when it expires), and the store is
+    /// left with its abort file, unflushed. For failover and crash tests.
+    pub async fn halt(mut self) {
+        if let Some(r) = &self.registrar {
+            r.halt();
+        }
+        self.cancel.cancel();
+        self.tracker.close();
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.tracker.wait()).await;
+        if let Some(transaction) = self.transaction.take() {
+            let _ = tokio::task::spawn_blocking(move || transaction.stop()).await;
+        }
+        if let Some(schedule) = self.schedule.take() {
+            let _ = tokio::task::spawn_blocking(move || schedule.stop()).await;
+        }
+        let store = Arc::clone(&self.ctx.store);
+        let _ = tokio::task::spawn_blocking(move || store.halt_as_if_crashed()).await;
+        tracing::warn!(addr = %self.addr, "broker halted as if killed");
     }
 
     /// Stops serving, unregisters, persists offsets and shuts the store
@@ -439,16 +468,22 @@ async fn start_registrar(
     namesrv_addrs: Vec<SocketAddr>,
     cancel: &CancellationToken,
     tracker: &TaskTracker,
-) -> Result<(), BrokerError> {
+) -> Result<Option<BrokerRegistrar>, BrokerError> {
     if namesrv_addrs.is_empty() {
         tracing::warn!("no NameServer: clients cannot find this broker");
-        return Ok(());
+        return Ok(None);
     }
     let provider_ctx = Arc::clone(ctx);
-    let registrar = BrokerRegistrar::start(
+    let form = if ctx.settings.broker.compressed_register {
+        BodyForm::Compressed
+    } else {
+        BodyForm::Auto
+    };
+    let registrar = BrokerRegistrar::start_with(
         namesrv_addrs,
         Arc::new(move || registration(&provider_ctx)),
         Duration::from_millis(ctx.settings.broker.register_name_server_period_ms),
+        form,
         cancel.clone(),
         tracker,
     );
@@ -456,15 +491,19 @@ async fn start_registrar(
         .register_now()
         .await
         .map_err(|e| BrokerError::Register(e.to_string()))?;
-    let (changed, cancel) = (Arc::clone(&ctx.topics_changed), cancel.clone());
+    let (changed, cancel, trigger) = (
+        Arc::clone(&ctx.topics_changed),
+        cancel.clone(),
+        registrar.clone(),
+    );
     tracker.spawn(async move {
         loop {
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => break,
-                _ = changed.notified() => registrar.trigger(),
+                _ = changed.notified() => trigger.trigger(),
             }
         }
     });
-    Ok(())
+    Ok(Some(registrar))
 }

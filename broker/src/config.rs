@@ -40,6 +40,9 @@ pub struct BrokerConfig {
     /// Interval of the registration heartbeat to NameServers.
     #[serde(rename = "registerNameServerPeriod")]
     pub register_name_server_period_ms: u64,
+    /// Send the REGISTER_BROKER body compressed (RocketMQ's form) even when
+    /// it is small; past 1 MiB of JSON it is compressed anyway.
+    pub compressed_register: bool,
     /// A client connection silent this long is dropped from the client tables.
     #[serde(rename = "channelNotActiveInterval")]
     pub channel_not_active_interval_ms: u64,
@@ -91,6 +94,7 @@ impl Default for BrokerConfig {
             auto_create_topic_enable: true,
             default_topic_queue_nums: 8,
             register_name_server_period_ms: 30_000,
+            compressed_register: false,
             channel_not_active_interval_ms: 120_000,
             flush_consumer_offset_interval_ms: 5_000,
             long_polling_enable: true,

@@ -1,6 +1,7 @@
 //! Embedded NameServer: the route tables, the request handler, the service
 //! that serves and expires them, and the broker's registrar.
 
+pub mod body;
 pub mod processor;
 pub mod register;
 pub mod route;
@@ -8,7 +9,8 @@ pub mod service;
 
 pub use processor::NameServerHandler;
 pub use register::{
-    BrokerRegistrar, NameServerError, RegisterError, RegistrationProvider, DEFAULT_REGISTER_PERIOD,
+    BodyForm, BodyStats, BrokerRegistrar, NameServerError, RegisterError, RegistrationProvider,
+    AUTO_COMPRESS_BYTES, DEFAULT_REGISTER_PERIOD,
 };
 pub use route::{
     BrokerData, BrokerIdentity, ClusterInfo, DataVersion, QueueData, RegisterBrokerBody,

@@ -7,7 +7,8 @@
 //!   `haServerAddr`, `brokerId` (all not-null), optional `compressed`,
 //!   `bodyCrc32` (0 = unchecked; otherwise `crc32(body) & 0x7FFFFFFF`),
 //!   `heartbeatTimeoutMillis`, `enableActingMaster`. Body: `RegisterBrokerBody`
-//!   JSON; an absent body registers no topics. The response header carries
+//!   JSON, or with `compressed=true` the zlib form of [`super::body`]; an
+//!   absent body registers no topics. The response header carries
 //!   `masterAddr` and `haServerAddr`, both nullable and set only for a slave
 //!   whose master is registered.
 //! - `UNREGISTER_BROKER` header: `brokerName`, `brokerAddr`, `clusterName`,
@@ -27,7 +28,7 @@ use rmq_common::remoting::{HeaderError, RemotingCommand, RequestCode, ResponseCo
 use rmq_common::time::Clock;
 use serde::Serialize;
 
-use super::route::{BrokerIdentity, RegisterBrokerBody, RouteInfoManager};
+use super::route::{BrokerIdentity, RouteInfoManager};
 use crate::remoting::{Connection, RequestHandler};
 
 /// The id of a master broker.
@@ -150,13 +151,7 @@ impl NameServerHandler {
             })?
             .trim()
             .to_owned();
-        if ext.get_bool("compressed")? == Some(true) {
-            return Err(Refusal::new(
-                ResponseCode::SystemError,
-                "REGISTER_BROKER: a compressed RegisterBrokerBody is not supported; \
-                 send it as JSON (compressedRegister=false)",
-            ));
-        }
+        let compressed = ext.get_bool("compressed")?.unwrap_or(false);
         let body = req.body.as_deref().unwrap_or_default();
         let expected_crc = ext.get_i32("bodyCrc32")?.unwrap_or(0);
         if expected_crc != 0 && body_crc(body) != expected_crc {
@@ -169,16 +164,12 @@ impl NameServerHandler {
                 ),
             ));
         }
-        let body: RegisterBrokerBody = if body.is_empty() {
-            RegisterBrokerBody::default()
-        } else {
-            serde_json::from_slice(body).map_err(|e| {
-                Refusal::new(
-                    ResponseCode::SystemError,
-                    format!("REGISTER_BROKER body is not a RegisterBrokerBody JSON: {e}"),
-                )
-            })?
-        };
+        let body = super::body::decode(body, compressed).map_err(|e| {
+            Refusal::new(
+                ResponseCode::SystemError,
+                format!("REGISTER_BROKER from {}: {e}", id.broker_addr),
+            )
+        })?;
         self.routes.register(
             &id,
             &body.topic_config_serialize_wrapper,
@@ -293,7 +284,7 @@ impl RequestHandler for NameServerHandler {
 mod tests {
     use super::*;
     use crate::meta::TopicConfig;
-    use crate::namesrv::route::{DataVersion, TopicConfigSerializeWrapper};
+    use crate::namesrv::route::{DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper};
     use bytes::BytesMut;
     use rmq_common::remoting::{SerializeType, MAX_FRAME_BYTES};
     use rmq_common::time::ManualClock;
@@ -415,7 +406,7 @@ mod tests {
     }
 
     #[test]
-    fn register_checks_body_crc_and_refuses_compressed_and_bad_json() {
+    fn register_checks_body_crc_reads_compressed_and_refuses_bad_bodies() {
         let (h, _) = handler();
         let b = body(&["T"], 1);
         let mut ok = register("a", "127.0.0.1:1", "0", SerializeType::Json).with_body(b.clone());
@@ -428,11 +419,23 @@ mod tests {
         assert_eq!(resp.code, ResponseCode::SystemError.code());
         assert!(resp.remark.unwrap().contains("crc32"));
 
-        let mut zipped = register("a", "127.0.0.1:1", "0", SerializeType::Json).with_body(b);
-        zipped.put_ext("compressed", "true");
-        let resp = h.process(&zipped);
+        // JSON sent with compressed=true is not zlib: refused, named.
+        let mut mislabelled =
+            register("a", "127.0.0.1:1", "0", SerializeType::Json).with_body(b.clone());
+        mislabelled.put_ext("compressed", "true");
+        let resp = h.process(&mislabelled);
         assert_eq!(resp.code, ResponseCode::SystemError.code());
         assert!(resp.remark.unwrap().contains("compressed"));
+
+        // The compressed form registers its topics.
+        let parsed: RegisterBrokerBody = serde_json::from_slice(&body(&["T", "Z"], 2)).unwrap();
+        let z = crate::namesrv::body::encode_compressed(&parsed).unwrap();
+        let mut zipped =
+            register("a", "127.0.0.1:1", "0", SerializeType::Json).with_body(z.clone());
+        zipped.put_ext("compressed", "true");
+        zipped.put_ext("bodyCrc32", body_crc(&z));
+        assert_eq!(h.process(&zipped).code, 0);
+        assert!(h.routes().route("Z").is_some());
 
         let junk = register("a", "127.0.0.1:1", "0", SerializeType::Json).with_body(&b"{nope"[..]);
         let resp = h.process(&junk);

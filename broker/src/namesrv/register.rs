@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmq_common::message::record::body_crc;
-use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode, MAX_FRAME_BYTES};
 use tokio::sync::{watch, Mutex, Notify};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -35,6 +35,37 @@ pub const REGISTER_TIMEOUT: Duration = Duration::from_secs(6);
 /// Time allowed for the best-effort UNREGISTER_BROKER at shutdown, connect
 /// included, per NameServer (all are asked at once).
 pub const UNREGISTER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A JSON body larger than this goes out compressed even when
+/// `compressedRegister` is off: a little over 6,000 topics. A Java
+/// NameServer reads both forms.
+pub const AUTO_COMPRESS_BYTES: usize = 1024 * 1024;
+
+/// Room left in a frame for the header next to the body.
+const HEADER_ROOM: usize = 64 * 1024;
+
+/// How the registration body goes out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BodyForm {
+    /// JSON, or compressed once the JSON passes [`AUTO_COMPRESS_BYTES`].
+    #[default]
+    Auto,
+    /// Always compressed (`compressedRegister=true`).
+    Compressed,
+}
+
+/// What the last registration sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyStats {
+    /// Topics in it.
+    pub topics: usize,
+    /// Bytes of the JSON form.
+    pub json_bytes: usize,
+    /// Bytes sent (the compressed form if `compressed`).
+    pub sent_bytes: usize,
+    /// Whether it went out compressed.
+    pub compressed: bool,
+}
 
 /// Why one NameServer did not take a registration.
 #[derive(Debug, thiserror::Error)]
@@ -71,9 +102,22 @@ pub enum NameServerError {
 /// Why [`BrokerRegistrar::register_now`] failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RegisterError {
-    /// The body could not be encoded as JSON.
-    #[error("cannot encode the RegisterBrokerBody as JSON: {0}")]
-    Encode(#[source] serde_json::Error),
+    /// The body could not be encoded.
+    #[error("cannot encode the RegisterBrokerBody: {0}")]
+    Encode(String),
+    /// Even compressed, the body does not fit in a frame.
+    #[error(
+        "the RegisterBrokerBody of {topics} topics is {bytes} bytes compressed, over the \
+         {limit}-byte frame limit; NameServers cannot learn this broker's topics"
+    )]
+    TooLarge {
+        /// Topics in the body.
+        topics: usize,
+        /// Compressed size.
+        bytes: usize,
+        /// Largest body a frame can carry.
+        limit: usize,
+    },
     /// Some NameServers did not take the registration (the others did).
     #[error("registration failed at {} of {total} NameServers: {}", .failures.len(), describe(.failures))]
     Failed {
@@ -113,6 +157,10 @@ struct LinkState {
 struct Inner {
     links: Vec<Link>,
     provider: RegistrationProvider,
+    form: BodyForm,
+    last_body: parking_lot::Mutex<Option<BodyStats>>,
+    /// Set by [`BrokerRegistrar::halt`]: stop without UNREGISTER_BROKER.
+    silent: std::sync::atomic::AtomicBool,
     wake: Notify,
     passes: watch::Sender<u64>,
     cancel: CancellationToken,
@@ -147,6 +195,25 @@ impl BrokerRegistrar {
         cancel: CancellationToken,
         tracker: &TaskTracker,
     ) -> Self {
+        Self::start_with(
+            namesrv_addrs,
+            provider,
+            period,
+            BodyForm::Auto,
+            cancel,
+            tracker,
+        )
+    }
+
+    /// [`BrokerRegistrar::start`] with the body sent in `form`.
+    pub fn start_with(
+        namesrv_addrs: Vec<SocketAddr>,
+        provider: RegistrationProvider,
+        period: Duration,
+        form: BodyForm,
+        cancel: CancellationToken,
+        tracker: &TaskTracker,
+    ) -> Self {
         let links = namesrv_addrs
             .into_iter()
             .map(|addr| Link {
@@ -157,6 +224,9 @@ impl BrokerRegistrar {
         let inner = Arc::new(Inner {
             links,
             provider,
+            form,
+            last_body: parking_lot::Mutex::new(None),
+            silent: std::sync::atomic::AtomicBool::new(false),
             wake: Notify::new(),
             passes: watch::channel(0).0,
             cancel,
@@ -188,6 +258,19 @@ impl BrokerRegistrar {
         self.inner.passes.subscribe()
     }
 
+    /// What the last registration sent, once one was built.
+    pub fn last_body(&self) -> Option<BodyStats> {
+        *self.inner.last_body.lock()
+    }
+
+    /// Makes the coming stop (cancellation) skip UNREGISTER_BROKER, as a
+    /// killed broker would: NameServers drop it only when it expires.
+    pub fn halt(&self) {
+        self.inner
+            .silent
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
     /// The NameServers.
     pub fn namesrv_addrs(&self) -> Vec<SocketAddr> {
         self.inner.links.iter().map(|l| l.addr).collect()
@@ -213,6 +296,10 @@ async fn run(inner: Arc<Inner>, period: Duration) {
             () = tokio::time::sleep(period) => {}
         }
     }
+    if inner.silent.load(std::sync::atomic::Ordering::Acquire) {
+        tracing::debug!("broker registrar halted without unregistering");
+        return;
+    }
     inner.unregister_all().await;
     tracing::debug!("broker registrar stopped");
 }
@@ -225,13 +312,29 @@ impl Inner {
     }
 
     async fn register_all_once(&self) -> Result<(), RegisterError> {
-        let (id, body) = (self.provider)();
-        let body = serde_json::to_vec(&body).map_err(RegisterError::Encode)?;
+        // Building and compressing tens of thousands of topics takes
+        // milliseconds: off the async threads.
+        let (provider, form) = (Arc::clone(&self.provider), self.form);
+        let (id, body, stats) = tokio::task::spawn_blocking(move || {
+            let (id, body) = provider();
+            encode_body(&body, form).map(|(bytes, stats)| (id, bytes, stats))
+        })
+        .await
+        .map_err(|e| RegisterError::Encode(format!("encoding task failed: {e}")))??;
+        let previous = self.last_body.lock().replace(stats);
+        if stats.compressed && previous.is_none_or(|p| !p.compressed) {
+            tracing::info!(
+                topics = stats.topics,
+                json_bytes = stats.json_bytes,
+                sent_bytes = stats.sent_bytes,
+                "registering with a compressed body"
+            );
+        }
         let mut req = RemotingCommand::request(RequestCode::RegisterBroker);
         put_identity(&mut req, &id);
         // No HA in this broker; the field is not-null in Java, so send it blank.
         req.put_ext("haServerAddr", "");
-        req.put_ext("compressed", false);
+        req.put_ext("compressed", stats.compressed);
         req.put_ext("bodyCrc32", body_crc(&body));
         let req = req.with_body(body);
         let calls = self.links.iter().map(|link| link.register(req.clone()));
@@ -257,6 +360,38 @@ impl Inner {
         let calls = self.links.iter().map(|link| link.unregister(req.clone()));
         futures::future::join_all(calls).await;
     }
+}
+
+/// The body in `form`, and what it holds; compressed past
+/// [`AUTO_COMPRESS_BYTES`] whatever the form, refused past the frame limit.
+pub fn encode_body(
+    body: &RegisterBrokerBody,
+    form: BodyForm,
+) -> Result<(Vec<u8>, BodyStats), RegisterError> {
+    let json = super::body::encode_json(body).map_err(|e| RegisterError::Encode(e.to_string()))?;
+    let topics = body.topic_config_serialize_wrapper.topic_config_table.len();
+    let mut stats = BodyStats {
+        topics,
+        json_bytes: json.len(),
+        sent_bytes: json.len(),
+        compressed: false,
+    };
+    if form == BodyForm::Auto && json.len() <= AUTO_COMPRESS_BYTES {
+        return Ok((json, stats));
+    }
+    let z =
+        super::body::encode_compressed(body).map_err(|e| RegisterError::Encode(e.to_string()))?;
+    let limit = MAX_FRAME_BYTES - HEADER_ROOM;
+    if z.len() > limit {
+        return Err(RegisterError::TooLarge {
+            topics,
+            bytes: z.len(),
+            limit,
+        });
+    }
+    stats.sent_bytes = z.len();
+    stats.compressed = true;
+    Ok((z, stats))
 }
 
 fn put_identity(req: &mut RemotingCommand, id: &BrokerIdentity) {

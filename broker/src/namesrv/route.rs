@@ -1,7 +1,7 @@
 //! The NameServer's tables: which brokers exist, where they listen, and which
 //! topics (with how many queues) each one serves.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
@@ -110,6 +110,10 @@ struct Tables {
     clusters: BTreeMap<String, BTreeSet<String>>,
     /// topic -> broker name -> queues
     topics: HashMap<String, BTreeMap<String, QueueData>>,
+    /// broker name -> its topics (the keys of `topics` it appears under),
+    /// so a registration or a removal touches that broker's topics only,
+    /// not every topic of the cluster.
+    broker_topics: HashMap<String, HashSet<String>>,
     /// broker address -> (last heartbeat ms, data version)
     live: HashMap<String, (i64, DataVersion)>,
 }
@@ -153,23 +157,7 @@ impl RouteInfoManager {
             .is_none_or(|(_, v)| *v != topics.data_version);
         if id.broker_id == 0 && changed {
             // The master's topic list is authoritative for its broker name.
-            let name = id.broker_name.clone();
-            for queues in t.topics.values_mut() {
-                queues.remove(&name);
-            }
-            for (topic, c) in &topics.topic_config_table {
-                t.topics.entry(topic.clone()).or_default().insert(
-                    name.clone(),
-                    QueueData {
-                        broker_name: name.clone(),
-                        read_queue_nums: c.read_queue_nums,
-                        write_queue_nums: c.write_queue_nums,
-                        perm: c.perm,
-                        topic_sys_flag: c.topic_sys_flag,
-                    },
-                );
-            }
-            t.topics.retain(|_, q| !q.is_empty());
+            replace_topics(&mut t, &id.broker_name, &topics.topic_config_table);
         }
         t.live.insert(
             id.broker_addr.clone(),
@@ -254,10 +242,37 @@ fn remove_addr(t: &mut Tables, broker_name: &str, broker_addr: &str) {
                 }
             }
         }
-        for queues in t.topics.values_mut() {
+        replace_topics(t, broker_name, &BTreeMap::new());
+    }
+}
+
+/// Makes `broker_name` serve exactly `table`: its topics missing from
+/// `table` lose it (and go if no broker is left), the others are upserted.
+fn replace_topics(t: &mut Tables, broker_name: &str, table: &BTreeMap<String, TopicConfig>) {
+    let old = t.broker_topics.remove(broker_name).unwrap_or_default();
+    for topic in old.iter().filter(|topic| !table.contains_key(*topic)) {
+        if let Some(queues) = t.topics.get_mut(topic) {
             queues.remove(broker_name);
+            if queues.is_empty() {
+                t.topics.remove(topic);
+            }
         }
-        t.topics.retain(|_, q| !q.is_empty());
+    }
+    for (topic, c) in table {
+        t.topics.entry(topic.clone()).or_default().insert(
+            broker_name.to_owned(),
+            QueueData {
+                broker_name: broker_name.to_owned(),
+                read_queue_nums: c.read_queue_nums,
+                write_queue_nums: c.write_queue_nums,
+                perm: c.perm,
+                topic_sys_flag: c.topic_sys_flag,
+            },
+        );
+    }
+    if !table.is_empty() {
+        t.broker_topics
+            .insert(broker_name.to_owned(), table.keys().cloned().collect());
     }
 }
 
