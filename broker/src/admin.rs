@@ -34,6 +34,37 @@ pub async fn topic_create(
     ))
 }
 
+/// Creates or updates `count` topics `<prefix><n>` (n from 0) on a broker
+/// in requests of up to 5,000 (UPDATE_AND_CREATE_TOPIC_LIST), so the
+/// broker persists its table once per request.
+pub async fn topic_create_many(
+    broker: SocketAddr,
+    prefix: &str,
+    count: usize,
+    queues: i32,
+) -> Result<String, SdkError> {
+    let c = sdk::connect(broker).await?;
+    let names: Vec<String> = (0..count).map(|n| format!("{prefix}{n}")).collect();
+    for chunk in names.chunks(TOPIC_LIST_CHUNK) {
+        let list: Vec<crate::meta::TopicConfig> = chunk
+            .iter()
+            .map(|n| crate::meta::TopicConfig::new(n, queues))
+            .collect();
+        let body = serde_json::to_vec(&serde_json::json!({ "topicConfigList": list }))
+            .map_err(|e| SdkError::BadAnswer(e.to_string()))?;
+        let req = RemotingCommand::request(RequestCode::UpdateAndCreateTopicList).with_body(body);
+        sdk::call(&c, req).await?;
+    }
+    Ok(format!(
+        "{count} topics {prefix}0..{prefix}{} created with {queues} queues on {broker}\n",
+        count.saturating_sub(1)
+    ))
+}
+
+/// Topics per UPDATE_AND_CREATE_TOPIC_LIST request of
+/// [`topic_create_many`] (about 1 MiB of JSON).
+const TOPIC_LIST_CHUNK: usize = 5_000;
+
 async fn topics(broker: SocketAddr) -> Result<TopicConfigSerializeWrapper, SdkError> {
     let c = sdk::connect(broker).await?;
     let resp = sdk::call(&c, RemotingCommand::request(RequestCode::GetAllTopicConfig)).await?;

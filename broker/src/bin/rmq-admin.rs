@@ -85,6 +85,19 @@ enum TopicCmd {
         #[arg(long, default_value_t = 6)]
         perm: i32,
     },
+    /// Create or update COUNT topics PREFIX0..PREFIX<COUNT-1> in batches
+    /// (UPDATE_AND_CREATE_TOPIC_LIST).
+    CreateMany {
+        /// Name prefix.
+        #[arg(long)]
+        prefix: String,
+        /// How many.
+        #[arg(long)]
+        count: usize,
+        /// Read and write queues of each.
+        #[arg(long, default_value_t = 8)]
+        queues: i32,
+    },
     /// List topics.
     List,
     /// Per-queue min and max offsets.
@@ -104,6 +117,11 @@ async fn main() -> anyhow::Result<()> {
             queues,
             perm,
         }) => admin::topic_create(args.broker, &topic, queues, perm).await?,
+        Cmd::Topic(TopicCmd::CreateMany {
+            prefix,
+            count,
+            queues,
+        }) => admin::topic_create_many(args.broker, &prefix, count, queues).await?,
         Cmd::Topic(TopicCmd::List) => admin::topic_list(args.broker).await?,
         Cmd::Topic(TopicCmd::Status { topic }) => admin::topic_status(args.broker, &topic).await?,
         Cmd::Progress { group, topic } => {

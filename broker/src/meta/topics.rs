@@ -83,6 +83,19 @@ pub struct TopicConfigManager {
     state: RwLock<TopicsFile>,
 }
 
+fn check(config: &TopicConfig) -> Result<(), TopicError> {
+    validate_topic(&config.topic_name)?;
+    for count in [config.read_queue_nums, config.write_queue_nums] {
+        if !(1..=1024).contains(&count) {
+            return Err(TopicError::QueueCount {
+                topic: config.topic_name.clone(),
+                count,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Why a topic could not be created.
 #[derive(Debug, thiserror::Error)]
 pub enum TopicError {
@@ -140,18 +153,22 @@ impl TopicConfigManager {
 
     /// Creates or replaces a topic and persists the table.
     pub fn upsert(&self, config: TopicConfig) -> Result<(), TopicError> {
-        validate_topic(&config.topic_name)?;
-        for count in [config.read_queue_nums, config.write_queue_nums] {
-            if !(1..=1024).contains(&count) {
-                return Err(TopicError::QueueCount {
-                    topic: config.topic_name.clone(),
-                    count,
-                });
-            }
+        self.upsert_many(vec![config])
+    }
+
+    /// Creates or replaces every topic of `configs` and persists the table
+    /// once (UPDATE_AND_CREATE_TOPIC_LIST): the table file holds every
+    /// topic, so creating thousands one by one would rewrite it thousands
+    /// of times. All or nothing: one bad config and none is applied.
+    pub fn upsert_many(&self, configs: Vec<TopicConfig>) -> Result<(), TopicError> {
+        for config in &configs {
+            check(config)?;
         }
         let mut s = self.state.write();
-        s.topic_config_table
-            .insert(config.topic_name.clone(), config);
+        for config in configs {
+            s.topic_config_table
+                .insert(config.topic_name.clone(), config);
+        }
         s.data_version.counter += 1;
         s.data_version.timestamp = rmq_common::time::now_ms();
         write_json(&self.path, &*s)?;
@@ -222,6 +239,25 @@ mod tests {
         );
         let m = TopicConfigManager::open(dir.path(), 8).unwrap();
         assert_eq!(m.get("T1").unwrap().read_queue_nums, 4);
+        // A list is all or nothing.
+        let before = m.data_version();
+        assert!(m
+            .upsert_many(vec![
+                TopicConfig::new("L1", 2),
+                TopicConfig::new("bad name", 2)
+            ])
+            .is_err());
+        assert!(m.get("L1").is_none());
+        assert_eq!(m.data_version(), before);
+        m.upsert_many(
+            (0..100)
+                .map(|i| TopicConfig::new(&format!("L{i}"), 2))
+                .collect(),
+        )
+        .unwrap();
+        assert_eq!(m.data_version().1, before.1 + 1);
+        let m = TopicConfigManager::open(dir.path(), 8).unwrap();
+        assert_eq!(m.get("L99").unwrap().write_queue_nums, 2);
         assert!(m.delete("T1").unwrap());
         assert!(m.get("T1").is_none());
     }

@@ -1,4 +1,4 @@
-//! UPDATE_AND_CREATE_TOPIC, GET_ALL_TOPIC_CONFIG, GET_BROKER_CONFIG and
+//! UPDATE_AND_CREATE_TOPIC(_LIST), GET_ALL_TOPIC_CONFIG, GET_BROKER_CONFIG and
 //! DELETE_EXPIRED_COMMITLOG.
 
 use std::sync::Arc;
@@ -62,6 +62,29 @@ pub fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand
                 .upsert(config)
                 .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
             tracing::info!(topic = name, read, write, "topic created or updated");
+            ctx.topics_changed.notify_one();
+            Ok(success())
+        }
+        RequestCode::UpdateAndCreateTopicList => {
+            #[derive(serde::Deserialize)]
+            #[serde(rename_all = "camelCase")]
+            struct CreateTopicList {
+                topic_config_list: Vec<TopicConfig>,
+            }
+            let list: CreateTopicList =
+                serde_json::from_slice(req.body.as_deref().unwrap_or_default()).map_err(|e| {
+                    Refusal::new(
+                        ResponseCode::SystemError,
+                        format!(
+                            "UPDATE_AND_CREATE_TOPIC_LIST body is not a topicConfigList JSON: {e}"
+                        ),
+                    )
+                })?;
+            let count = list.topic_config_list.len();
+            ctx.topics
+                .upsert_many(list.topic_config_list)
+                .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+            tracing::info!(count, "topics created or updated from a list");
             ctx.topics_changed.notify_one();
             Ok(success())
         }

@@ -176,6 +176,7 @@ async fn dispatch(
             query::handle(ctx, code, req).await
         }
         RequestCode::UpdateAndCreateTopic
+        | RequestCode::UpdateAndCreateTopicList
         | RequestCode::GetAllTopicConfig
         | RequestCode::GetBrokerConfig => admin::handle(ctx, code, req),
         RequestCode::DeleteExpiredCommitlog => admin::delete_expired(ctx).await,
