@@ -335,5 +335,8 @@ pub async fn connect(addr: SocketAddr) -> Result<RemotingClient, SdkError> {
     Ok(RemotingClient::connect(addr).await?)
 }
 
+pub mod producer;
+pub use producer::{Producer, ProducerError, ProducerOptions, Sent};
+
 pub mod transaction;
 pub use transaction::{CheckedHalf, LocalTxState, TransactionProducer};

@@ -15,6 +15,7 @@ mod real_client;
 mod reput_concurrent;
 mod retention;
 mod retry_dlq;
+mod route_scale;
 mod schedule;
 mod store_bad_input;
 mod store_concurrency;
