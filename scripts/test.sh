@@ -13,4 +13,5 @@ if [ "$#" -eq 0 ]; then
     bench ab --messages 2000 --producers 2 --mode async --queue-counts 4,40 \
         --rate-fraction 0.8 --plot target/ab-smoke.svg --json target/ab-smoke.json
     bench store --queue-counts 1,100 --messages 5000
+    bench routes --topics 3000 --largest 1000 --seconds 1 --churn-ms 200
 fi

@@ -10,6 +10,7 @@ pub mod plot;
 pub mod producer;
 pub mod report;
 pub mod reput;
+pub mod routes;
 pub mod scrape;
 pub mod spec;
 pub mod store;

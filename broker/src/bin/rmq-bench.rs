@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use rmq_broker::bench::{ab, load, report, reput, store, LoadSpec};
+use rmq_broker::bench::{ab, load, report, reput, routes, store, LoadSpec};
 use rmq_common::config::CqBackend;
 use rmq_common::FlushDiskType;
 
@@ -102,6 +102,15 @@ enum Cmd {
         /// Where to write the report.
         #[arg(long)]
         out: PathBuf,
+    },
+    /// Route lookups against a NameServer that knows tens of thousands of
+    /// topics on several brokers, with re-registrations going on.
+    Routes {
+        #[command(flatten)]
+        spec: routes::RoutesSpec,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
     },
     /// Rebuild consume queues from one CommitLog: serial vs concurrent reput.
     Reput {
@@ -222,6 +231,12 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
             let rows = ab::run(&plan).await?;
             if let Some(path) = json {
                 report::write_json(&path, &rows)?;
+            }
+        }
+        Cmd::Routes { spec, json } => {
+            let r = routes::run(&spec).await?;
+            if let Some(path) = json {
+                report::write_json(&path, &r)?;
             }
         }
         _ => anyhow::bail!("not a network command"),
