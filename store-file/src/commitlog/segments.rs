@@ -235,10 +235,18 @@ impl SegmentQueue {
         let n = removed.len();
         for seg in removed {
             let path = seg.path().to_owned();
+            // A segment made ahead of need was never written: its first
+            // record's size field is still zero. Anything else is a crash's
+            // leftover and worth a warning.
+            let unused = never_written(&path);
             drop(seg);
             std::fs::remove_file(&path).map_err(|e| {
                 StoreError::io(format!("delete dirty segment {}", path.display()), e)
             })?;
+            if unused {
+                tracing::debug!(path = %path.display(), "deleted unused pre-allocated CommitLog segment");
+                continue;
+            }
             tracing::warn!(path = %path.display(), "deleted CommitLog segment beyond the valid tail");
         }
         Ok(n)
@@ -267,6 +275,17 @@ impl Drop for SegmentQueue {
     fn drop(&mut self) {
         self.stop_allocator();
     }
+}
+
+/// Whether the segment's first record slot is still zero (read through
+/// the file, which sees the same page cache as the mapping).
+fn never_written(path: &Path) -> bool {
+    use std::io::Read as _;
+    let mut first = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut first))
+        .is_ok()
+        && first == [0; 4]
 }
 
 #[cfg(test)]
