@@ -12,7 +12,7 @@ use rmq_common::cq::{
     StoreTimeSource,
 };
 use rmq_common::StoreConfig;
-use rocksdb::FlushOptions;
+use rocksdb::{FlushOptions, ReadOptions};
 
 use crate::compact::Compactor;
 use crate::db::{Db, Shared};
@@ -21,15 +21,11 @@ use crate::key::{self, EntryValue};
 use crate::writer::{PutRequest, Writer};
 use crate::{maintain, offsets, options, search, stats};
 
-/// Most keys one multi-get asks for; a larger read is split so a huge
-/// `max_count` never builds a huge key vector at once.
-const MULTI_GET_CHUNK: usize = 4096;
-
 /// The RocksDB consume queue (RocketMQ 5.x layout) under
 /// `<store root>/rocksdb_consumequeue`.
 ///
 /// Puts go through a group-commit thread (see `put_async`); reads take min
-/// and max from an in-memory cache and entries with one multi-get. Callbacks
+/// and max from an in-memory cache and entries with one iterator seek. Callbacks
 /// of `put_async` run on the writer thread and must not block on this store.
 pub struct RocksConsumeQueueStore {
     shared: Arc<Shared>,
@@ -197,32 +193,39 @@ impl ConsumeQueueStore for RocksConsumeQueueStore {
             // Bounded by the cached max: entries written but not yet
             // published (or being truncated) stay invisible.
             let available = usize::try_from(q.max_offset() - from).unwrap_or(0);
-            let mut remaining = max_count.min(available);
-            let mut next = from;
-            let cf = db.entries()?;
-            while remaining > 0 {
-                let n = remaining.min(MULTI_GET_CHUNK);
-                let keys: Vec<Vec<u8>> = (next..next + n as i64)
-                    .map(|o| key::entry_key(topic, queue_id, o))
-                    .collect();
-                for got in db.db.batched_multi_get_cf(cf, &keys, true) {
-                    // Dense read: stop at the first missing entry.
-                    let Some(v) = got.map_err(engine_ctx("multi-get consume-queue entries"))?
-                    else {
-                        return Ok(());
-                    };
-                    let e = EntryValue::decode(&v)?;
-                    out.push(CqUnit {
-                        queue_offset: next,
-                        phy_offset: e.phy_offset,
-                        size: e.size,
-                        tags_code: e.tags_code,
-                    });
-                    next += 1;
-                }
-                remaining -= n;
+            let count = max_count.min(available);
+            if count == 0 {
+                return Ok(());
             }
-            Ok(())
+            // One seek and then `next` along the queue's contiguous keys:
+            // cheaper than a point lookup per key once a pull asks for more
+            // than a few entries.
+            let end = from.saturating_add(count as i64);
+            let mut ro = ReadOptions::default();
+            ro.set_iterate_upper_bound(key::entry_key(topic, queue_id, end));
+            let mut it = db.db.raw_iterator_cf_opt(db.entries()?, ro);
+            it.seek(key::entry_key(topic, queue_id, from));
+            let mut next = from;
+            while next < end && it.valid() {
+                let (Some(k), Some(v)) = (it.key(), it.value()) else {
+                    break;
+                };
+                // Dense read: stop at the first missing entry.
+                if key::entry_key_offset(k) != Some(next) {
+                    return Ok(());
+                }
+                let e = EntryValue::decode(v)?;
+                out.push(CqUnit {
+                    queue_offset: next,
+                    phy_offset: e.phy_offset,
+                    size: e.size,
+                    tags_code: e.tags_code,
+                });
+                next += 1;
+                it.next();
+            }
+            it.status()
+                .map_err(engine_ctx("iterate consume-queue entries"))
         })
     }
 
