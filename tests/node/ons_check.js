@@ -20,6 +20,11 @@
 // failed every time and must be delivered exactly RETRY_MAX + 1 times, then
 // go to the DLQ (the Rust test reads it there); the others are consumed once.
 //
+// Phase send sends SEND_ONLY_COUNT messages to an existing topic and reports
+// which broker stored each (the failover test kills one of three brokers and
+// runs it again: every send must still succeed, through the client's own
+// retry on another broker).
+//
 // Prints one JSON summary line on stdout; diagnostics go to stderr.
 // Exit codes: 0 success, 1 check failed, 2 bad arguments, 3 a step timed out.
 'use strict';
@@ -112,10 +117,10 @@ function parseArgs(argv) {
     if (!out[k]) usage(`--${k} is required`);
   }
   if (!/^127\.0\.0\.1:\d{1,5}$/.test(out.namesrv)) usage('--namesrv must be 127.0.0.1:PORT');
-  if (![ '1', '2', 'retry' ].includes(out.phase)) usage('--phase must be 1, 2 or retry');
+  if (![ '1', '2', 'retry', 'send' ].includes(out.phase)) usage('--phase must be 1, 2, retry or send');
   if (!/^[a-zA-Z0-9_-]+$/.test(out.topic)) usage('--topic must match [a-zA-Z0-9_-]+');
   if (!/^[a-zA-Z0-9_-]+$/.test(out.group)) usage('--group must match [a-zA-Z0-9_-]+');
-  const phase = out.phase === 'retry' ? 'retry' : Number(out.phase);
+  const phase = [ 'retry', 'send' ].includes(out.phase) ? out.phase : Number(out.phase);
   return { namesrv: out.namesrv, phase, topic: out.topic, group: out.group };
 }
 
@@ -384,8 +389,58 @@ async function runRetry(args) {
   return EXIT_OK;
 }
 
+/** Messages of the send phase. */
+const SEND_ONLY_COUNT = 60;
+
+/** The send phase (see the header). */
+async function runSendOnly(args) {
+  const producer = new Producer(clientOptions(args, { producerGroup: `${args.group}-producer` }));
+  producer.on('error', err => recordError('producer', err));
+  try {
+    await withTimeout(producer.ready(), START_TIMEOUT_MS, 'producer start');
+  } catch (err) {
+    throw new CheckError(`producer start failed: ${err && err.message}`);
+  }
+  const byBroker = {};
+  const problems = [];
+  await withTimeout((async () => {
+    for (let i = 0; i < SEND_ONLY_COUNT; i++) {
+      const msg = new Message(args.topic, 'TagA', `failover ${i}`);
+      msg.keys = [ `send-${i}` ];
+      let r;
+      try {
+        r = await producer.send(msg);
+      } catch (err) {
+        throw new CheckError(`send ${i} failed: ${err && err.name} ${err && err.code} ${err && err.message}`);
+      }
+      if (r.sendStatus !== 'SEND_OK') problems.push(`send ${i} returned ${r.sendStatus}`);
+      const b = r.messageQueue.brokerName;
+      byBroker[b] = (byBroker[b] || 0) + 1;
+    }
+  })(), SEND_ALL_TIMEOUT_MS, `sending ${SEND_ONLY_COUNT} messages`);
+  const foreign = channelAddrs(producer._mqClient).filter(a => !a.startsWith('127.0.0.1:'));
+  if (foreign.length) problems.push(`the client connected beyond 127.0.0.1: ${foreign.join(', ')}`);
+  log(`send: ${JSON.stringify(byBroker)}; closing`);
+  try {
+    await withTimeout(producer.close(), CLOSE_TIMEOUT_MS, 'producer close');
+  } catch (err) {
+    // ali-ons unregisters from every broker it knows on close and rejects
+    // when one is dead; the sends are what this phase checks.
+    if (err instanceof StepTimeout) throw err;
+    recordError('producer close', err);
+  }
+  console.log(JSON.stringify({ phase: 'send', ok: problems.length === 0, sent: SEND_ONLY_COUNT, byBroker, clientErrors: clientErrors.length, problems }));
+  if (problems.length) {
+    log(`FAILED: ${problems.join('\n  ')}`);
+    return EXIT_CHECK_FAILED;
+  }
+  log('send: OK');
+  return EXIT_OK;
+}
+
 async function run(args) {
   if (args.phase === 'retry') return runRetry(args);
+  if (args.phase === 'send') return runSendOnly(args);
   const t0 = Date.now();
   const phase1 = plan(1, PHASE1_COUNT);
   const phase2 = plan(2, PHASE2_COUNT);

@@ -256,3 +256,107 @@ async fn ali_ons_retry_then_dlq_file() {
 async fn ali_ons_retry_then_dlq_rocksdb() {
     ali_ons_retry_and_dlq(CqBackend::Rocksdb).await;
 }
+
+/// What the `send` phase printed: messages stored per broker name.
+fn sent_by_broker(out: &Outcome) -> std::collections::BTreeMap<String, u64> {
+    let line = out.stdout.lines().last().unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("send summary is not JSON ({e}): {line}"));
+    serde_json::from_value(v["byBroker"].clone()).unwrap()
+}
+
+/// The stock client against three brokers behind a standalone NameServer:
+/// its sends spread over all three; with one broker killed (no UNREGISTER,
+/// still in the routes) every send still succeeds through the client's own
+/// retry on another broker; after the 120 s expiry (manual clock) the
+/// NameServer's routes no longer name it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ali_ons_fails_over_when_a_broker_dies() {
+    use std::sync::Arc;
+
+    use rmq_broker::namesrv::{NameServer, BROKER_EXPIRY_MS};
+    use rmq_common::time::ManualClock;
+
+    require_node_and_client();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let (cancel, tracker) = (
+        tokio_util::sync::CancellationToken::new(),
+        tokio_util::task::TaskTracker::new(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let ns = NameServer::start(
+        listener,
+        clock.clone(),
+        BROKER_EXPIRY_MS,
+        cancel.clone(),
+        tracker.clone(),
+    )
+    .await
+    .unwrap();
+    let topic = "OnsFailover";
+    let mut brokers = Vec::new();
+    for (name, backend) in [
+        ("ons-a", CqBackend::File),
+        ("ons-b", CqBackend::Rocksdb),
+        ("ons-c", CqBackend::File),
+    ] {
+        let mut s = broker_settings(&dir.path().join(name), backend);
+        s.broker.broker_name = name.into();
+        s.broker.namesrv_listen_port = -1;
+        s.broker.namesrv_addr = ns.addr.to_string();
+        s.broker.register_name_server_period_ms = 3_600_000;
+        let b = Broker::start(s).await.unwrap();
+        rmq_broker::admin::topic_create(b.addr(), topic, 4, 6)
+            .await
+            .unwrap();
+        b.registrar().unwrap().register_now().await.unwrap();
+        brokers.push(b);
+    }
+
+    let all = run_phase("send", ns.addr, topic, "OnsFailoverGroup", &out_dir).await;
+    assert!(all.succeeded(), "{}", all.report("send to three brokers"));
+    assert_eq!(sent_by_broker(&all).len(), 3, "{}", all.stdout);
+
+    let dead = brokers.pop().unwrap();
+    let dead_addr = dead.addr().to_string();
+    dead.halt().await;
+    let two = run_phase("send", ns.addr, topic, "OnsFailoverGroup", &out_dir).await;
+    assert!(
+        two.succeeded(),
+        "{}",
+        two.report("send with ons-c dead but still routed")
+    );
+    let by = sent_by_broker(&two);
+    assert!(!by.contains_key("ons-c"), "{}", two.stdout);
+    assert_eq!(by.values().sum::<u64>(), 60, "{}", two.stdout);
+
+    clock.advance(BROKER_EXPIRY_MS / 2);
+    for b in &brokers {
+        b.registrar().unwrap().register_now().await.unwrap();
+    }
+    clock.advance(BROKER_EXPIRY_MS / 2 + 1_000);
+    assert_eq!(ns.scan_once(), vec![dead_addr]);
+    let after = run_phase("send", ns.addr, topic, "OnsFailoverGroup", &out_dir).await;
+    assert!(after.succeeded(), "{}", after.report("send after expiry"));
+    assert_eq!(
+        sent_by_broker(&after).keys().collect::<Vec<_>>(),
+        ["ons-a", "ons-b"],
+        "{}",
+        after.stdout
+    );
+    eprintln!(
+        "ali-ons failover: {:?} / {:?} / {:?}\n{}{}{}",
+        all.elapsed, two.elapsed, after.elapsed, all.stdout, two.stdout, after.stdout
+    );
+    for b in brokers {
+        b.shutdown().await;
+    }
+    cancel.cancel();
+    tracker.close();
+    tokio::time::timeout(SHUTDOWN_BOUND, tracker.wait())
+        .await
+        .expect("the NameServer stops");
+}
