@@ -273,6 +273,26 @@ impl RequestHandler for NameServerHandler {
         _conn: Arc<Connection>,
         req: RemotingCommand,
     ) -> BoxFuture<'static, Option<RemotingCommand>> {
+        // A registration may carry tens of thousands of topics to inflate
+        // and apply: off the async threads. Lookups are answered in place.
+        if req.code == RequestCode::RegisterBroker.code() {
+            return Box::pin(async move {
+                let oneway = req.is_oneway();
+                let (opaque, serialize_type) = (req.opaque, req.serialize_type);
+                let resp = tokio::task::spawn_blocking(move || self.process(&req))
+                    .await
+                    .unwrap_or_else(|e| {
+                        let mut resp = RemotingCommand::response(
+                            ResponseCode::SystemError,
+                            Some(format!("REGISTER_BROKER handling failed: {e}")),
+                        );
+                        resp.opaque = opaque;
+                        resp.serialize_type = serialize_type;
+                        resp
+                    });
+                (!oneway).then_some(resp)
+            });
+        }
         let resp = self.process(&req);
         // A oneway request (a broker may register that way) gets no answer.
         let resp = (!req.is_oneway()).then_some(resp);
