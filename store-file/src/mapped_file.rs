@@ -6,7 +6,7 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use memmap2::{Advice, MmapOptions, MmapRaw};
 
@@ -59,17 +59,59 @@ impl MappedFile {
     /// full disk under a sparse map kills the process with SIGBUS): a full
     /// disk fails here, as an error. Where the file system cannot allocate
     /// ahead the file stays sparse.
+    ///
+    /// The file is made whole under a temporary `.tmp` name and only then
+    /// linked to `path`, so a crash during creation leaves a `.tmp` file
+    /// (which loading removes), never a short file under the real name. The
+    /// link never replaces an existing file: when another thread made the
+    /// same segment first (the allocator and an on-demand creation racing),
+    /// that file is mapped instead, so both map one file.
     pub fn create_allocated(path: &Path, file_from_offset: i64, size: usize) -> io::Result<Self> {
-        let mapped = Self::create(path, file_from_offset, size)?;
-        if let Err(e) = fs4::fs_std::FileExt::allocate(&mapped.file, size as u64) {
+        static NEXT_TMP: AtomicU64 = AtomicU64::new(0);
+        let mut tmp_name = path.file_name().unwrap_or_default().to_owned();
+        tmp_name.push(format!(
+            ".{}-{}.tmp",
+            std::process::id(),
+            NEXT_TMP.fetch_add(1, Ordering::Relaxed)
+        ));
+        let tmp = path.with_file_name(tmp_name);
+        let made = Self::make_whole(&tmp, size);
+        let linked = made.and_then(|file| std::fs::hard_link(&tmp, path).map(|()| file));
+        let _ = std::fs::remove_file(&tmp);
+        match linked {
+            Ok(file) => Self::map(path, file, file_from_offset, size, 0),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let file = OpenOptions::new().read(true).write(true).open(path)?;
+                let len = file.metadata()?.len();
+                if len != size as u64 {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("{} is {len} bytes, expected {size}", path.display()),
+                    ));
+                }
+                Self::map(path, file, file_from_offset, size, 0)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A new file of `size` bytes at `path`, allocated where the file
+    /// system can; ENOSPC is an error.
+    fn make_whole(path: &Path, size: usize) -> io::Result<File> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        file.set_len(size as u64)?;
+        if let Err(e) = fs4::fs_std::FileExt::allocate(&file, size as u64) {
             if e.raw_os_error() == Some(ENOSPC) {
-                drop(mapped);
-                let _ = std::fs::remove_file(path);
                 return Err(e);
             }
             tracing::debug!(path = %path.display(), error = %e, "cannot allocate ahead; the file stays sparse");
         }
-        Ok(mapped)
+        Ok(file)
     }
 
     /// Maps an existing file, which must be exactly `size` bytes. The write

@@ -54,6 +54,11 @@ impl SegmentQueue {
             let path = entry.path();
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.ends_with(".tmp") {
+                // A segment whose creation a crash interrupted: never named,
+                // never written.
+                std::fs::remove_file(&path)
+                    .map_err(|e| StoreError::io(format!("remove {}", path.display()), e))?;
+                tracing::info!(path = %path.display(), "removed a CommitLog segment left half-created by a crash");
                 continue;
             }
             let offset = parse_segment_name(&name).ok_or_else(|| StoreError::Corrupt {
@@ -64,6 +69,20 @@ impl SegmentQueue {
             found.push((offset, path));
         }
         found.sort();
+        // An empty last file is a segment whose creation a crash cut short
+        // before its size was set (stores written before segments were
+        // created under a `.tmp` name): nothing was ever written to it.
+        if let Some((_, path)) = found.last() {
+            let len = std::fs::metadata(path)
+                .map_err(|e| StoreError::io(format!("stat {}", path.display()), e))?
+                .len();
+            if len == 0 {
+                std::fs::remove_file(path)
+                    .map_err(|e| StoreError::io(format!("remove {}", path.display()), e))?;
+                tracing::warn!(path = %path.display(), "removed an empty last CommitLog segment left by a crash during its creation");
+                found.pop();
+            }
+        }
         let mut segments = Vec::with_capacity(found.len());
         for (offset, path) in found {
             if offset % segment_size as i64 != 0 {
@@ -351,5 +370,41 @@ mod tests {
             SegmentQueue::load(dir.path(), 4096),
             Err(StoreError::Corrupt { offset: 4096, .. })
         ));
+    }
+
+    /// What a crash during segment creation leaves: a `.tmp` file (now) or
+    /// an empty last segment (older versions). Both go at load; an empty
+    /// segment that is not the last is still corruption.
+    #[test]
+    fn half_created_segments_are_removed_at_load() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(segment_name(0)), vec![0u8; 4096]).unwrap();
+        let tmp = dir.path().join(format!("{}.tmp", segment_name(4096)));
+        std::fs::write(&tmp, b"").unwrap();
+        let empty = dir.path().join(segment_name(4096));
+        std::fs::write(&empty, b"").unwrap();
+        let q = SegmentQueue::load(dir.path(), 4096).unwrap();
+        assert_eq!(q.segments.read().len(), 1);
+        assert!(!tmp.exists() && !empty.exists());
+        drop(q);
+
+        std::fs::write(&empty, b"").unwrap();
+        std::fs::write(dir.path().join(segment_name(8192)), vec![0u8; 4096]).unwrap();
+        assert!(matches!(
+            SegmentQueue::load(dir.path(), 4096),
+            Err(StoreError::Corrupt { offset: 4096, .. })
+        ));
+    }
+
+    /// A created segment has its full size under its real name and no
+    /// `.tmp` file is left behind.
+    #[test]
+    fn created_segments_are_whole_under_their_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(segment_name(0));
+        let f = MappedFile::create_allocated(&path, 0, 4096).unwrap();
+        assert_eq!(f.path(), path.as_path());
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 4096);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }
