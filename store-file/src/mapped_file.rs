@@ -41,17 +41,14 @@ pub struct MappedFile {
 }
 
 impl MappedFile {
-    /// Creates (or reuses, if empty) the file at `path` with `size` bytes and
-    /// maps it. The file is sparse until written.
+    /// Creates (or reuses) the file at `path` with `size` bytes and maps it.
+    /// The file is sparse until written. A new file is made whole under a
+    /// temporary `.tmp` name and then linked to `path`, so a crash during
+    /// creation leaves a `.tmp` file (which loading removes), never a short
+    /// file under the real name; the link never replaces a file another
+    /// thread made first (that one is mapped instead).
     pub fn create(path: &Path, file_from_offset: i64, size: usize) -> io::Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
-        file.set_len(size as u64)?;
-        Self::map(path, file, file_from_offset, size, 0)
+        Self::create_with(path, file_from_offset, size, false)
     }
 
     /// [`MappedFile::create`] with every block allocated up front
@@ -59,15 +56,15 @@ impl MappedFile {
     /// full disk under a sparse map kills the process with SIGBUS): a full
     /// disk fails here, as an error. Where the file system cannot allocate
     /// ahead the file stays sparse.
-    ///
-    /// The file is made whole under a temporary `.tmp` name and only then
-    /// linked to `path`, so a crash during creation leaves a `.tmp` file
-    /// (which loading removes), never a short file under the real name. The
-    /// link never replaces an existing file: when another thread made the
-    /// same segment first (the allocator and an on-demand creation racing),
-    /// that file is mapped instead, so both map one file.
     pub fn create_allocated(path: &Path, file_from_offset: i64, size: usize) -> io::Result<Self> {
+        Self::create_with(path, file_from_offset, size, true)
+    }
+
+    fn create_with(path: &Path, from: i64, size: usize, allocate: bool) -> io::Result<Self> {
         static NEXT_TMP: AtomicU64 = AtomicU64::new(0);
+        if path.exists() {
+            return Self::reuse(path, from, size, allocate);
+        }
         let mut tmp_name = path.file_name().unwrap_or_default().to_owned();
         tmp_name.push(format!(
             ".{}-{}.tmp",
@@ -75,41 +72,44 @@ impl MappedFile {
             NEXT_TMP.fetch_add(1, Ordering::Relaxed)
         ));
         let tmp = path.with_file_name(tmp_name);
-        let made = Self::make_whole(&tmp, size);
+        let made = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .and_then(|file| Self::make_whole(&tmp, file, size, allocate));
         let linked = made.and_then(|file| std::fs::hard_link(&tmp, path).map(|()| file));
         let _ = std::fs::remove_file(&tmp);
         match linked {
-            Ok(file) => Self::map(path, file, file_from_offset, size, 0),
+            Ok(file) => Self::map(path, file, from, size, 0),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                let file = OpenOptions::new().read(true).write(true).open(path)?;
-                let len = file.metadata()?.len();
-                if len != size as u64 {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("{} is {len} bytes, expected {size}", path.display()),
-                    ));
-                }
-                Self::map(path, file, file_from_offset, size, 0)
+                Self::reuse(path, from, size, allocate)
             }
             Err(e) => Err(e),
         }
     }
 
-    /// A new file of `size` bytes at `path`, allocated where the file
-    /// system can; ENOSPC is an error.
-    fn make_whole(path: &Path, size: usize) -> io::Result<File> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)?;
-        file.set_len(size as u64)?;
-        if let Err(e) = fs4::fs_std::FileExt::allocate(&file, size as u64) {
-            if e.raw_os_error() == Some(ENOSPC) {
-                return Err(e);
+    /// Maps an existing file for writing from its start, sized to `size`.
+    fn reuse(path: &Path, from: i64, size: usize, allocate: bool) -> io::Result<Self> {
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        let file = Self::make_whole(path, file, size, allocate)?;
+        Self::map(path, file, from, size, 0)
+    }
+
+    /// Sets `file`'s length to `size` and, with `allocate`, allocates its
+    /// blocks where the file system can; ENOSPC is an error.
+    fn make_whole(path: &Path, file: File, size: usize, allocate: bool) -> io::Result<File> {
+        if file.metadata()?.len() != size as u64 {
+            file.set_len(size as u64)?;
+        }
+        if allocate {
+            if let Err(e) = fs4::fs_std::FileExt::allocate(&file, size as u64) {
+                if e.raw_os_error() == Some(ENOSPC) {
+                    return Err(e);
+                }
+                tracing::debug!(path = %path.display(), error = %e, "cannot allocate ahead; the file stays sparse");
             }
-            tracing::debug!(path = %path.display(), error = %e, "cannot allocate ahead; the file stays sparse");
         }
         Ok(file)
     }

@@ -37,6 +37,11 @@ pub struct SegmentQueue {
     segment_size: usize,
     segments: RwLock<Vec<Arc<MappedFile>>>,
     prepared: Arc<Mutex<Option<Arc<MappedFile>>>>,
+    /// Start of the newest segment ever listed (-1: none). Held while a
+    /// segment file is created, so the allocator never makes one at or
+    /// below it: a request that went stale while retention deleted that
+    /// offset's segment must not bring the file back.
+    high: Arc<Mutex<i64>>,
     allocator: Mutex<Option<Allocator>>,
 }
 
@@ -117,6 +122,11 @@ impl SegmentQueue {
         Ok(Self {
             dir: dir.to_owned(),
             segment_size,
+            high: Arc::new(Mutex::new(
+                segments
+                    .last()
+                    .map_or(-1, |s: &Arc<MappedFile>| s.file_from_offset()),
+            )),
             segments: RwLock::new(segments),
             prepared: Arc::new(Mutex::new(None)),
             allocator: Mutex::new(None),
@@ -130,10 +140,19 @@ impl SegmentQueue {
         let dir = self.dir.clone();
         let size = self.segment_size;
         let prepared = Arc::clone(&self.prepared);
+        let high = Arc::clone(&self.high);
         let spawned = std::thread::Builder::new()
             .name("cl-allocate".into())
             .spawn(move || {
-                while let Ok(offset) = rx.recv() {
+                while let Ok(mut offset) = rx.recv() {
+                    // Only the newest request matters.
+                    while let Ok(newer) = rx.try_recv() {
+                        offset = offset.max(newer);
+                    }
+                    let high = high.lock();
+                    if offset <= *high {
+                        continue;
+                    }
                     let path = dir.join(segment_name(offset));
                     match MappedFile::create_allocated(&path, offset, size) {
                         Ok(f) => {
@@ -217,6 +236,7 @@ impl SegmentQueue {
     /// Appends a new, empty segment starting at `offset` (taking the one made
     /// ahead of need if it matches) and asks for the one after it.
     pub fn create_segment(&self, offset: i64) -> Result<Arc<MappedFile>> {
+        let mut high = self.high.lock();
         let ready = self
             .prepared
             .lock()
@@ -234,6 +254,8 @@ impl SegmentQueue {
             }
         };
         self.segments.write().push(Arc::clone(&file));
+        *high = (*high).max(offset);
+        drop(high);
         if let Some(a) = self.allocator.lock().as_ref() {
             let _ = a.requests.send(offset + self.segment_size as i64);
         }
@@ -394,6 +416,31 @@ mod tests {
             SegmentQueue::load(dir.path(), 4096),
             Err(StoreError::Corrupt { offset: 4096, .. })
         ));
+    }
+
+    /// Retention deleted a segment while a request for it still waited in
+    /// the allocator's queue: the file must not come back.
+    #[test]
+    fn a_stale_allocation_request_does_not_bring_back_a_deleted_segment() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = SegmentQueue::load(dir.path(), 4096).unwrap();
+        q.start_allocator(false);
+        for offset in [0, 4096, 8192] {
+            drop(q.create_segment(offset).unwrap());
+        }
+        assert_eq!(q.delete_first().unwrap(), Some(0));
+        if let Some(a) = q.allocator.lock().as_ref() {
+            a.requests.send(0).unwrap();
+            a.requests.send(4096).unwrap();
+        }
+        // Joins the thread after it has handled every queued request.
+        q.stop_allocator();
+        assert!(!dir.path().join(segment_name(0)).exists());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
     }
 
     /// A created segment has its full size under its real name and no

@@ -79,22 +79,41 @@ pub(crate) fn load_all(
 /// Lists and validates a queue's files: 20-digit names, the configured size,
 /// aligned and contiguous start offsets.
 fn list_segments(dir: &Path, file_size: i64) -> Result<Vec<i64>, CqError> {
-    let mut starts = Vec::new();
+    let mut found = Vec::new();
     for e in fs::read_dir(dir).map_err(io_err("list", dir))? {
         let e = e.map_err(io_err("list", dir))?;
         let path = e.path();
-        let Some(start) = e.file_name().to_str().and_then(parse_file_name) else {
+        let name = e.file_name();
+        if name.to_str().is_some_and(|n| n.ends_with(".tmp")) {
+            // A file whose creation a crash interrupted: never named, never
+            // written.
+            fs::remove_file(&path).map_err(io_err("remove", &path))?;
+            tracing::info!(path = %path.display(), "removed a consume-queue file left half-created by a crash");
+            continue;
+        }
+        let Some(start) = name.to_str().and_then(parse_file_name) else {
             return Err(corrupt(&path, "not a consume-queue file name (20 digits)"));
         };
         let meta = e.metadata().map_err(io_err("stat", &path))?;
         if !meta.is_file() {
             return Err(corrupt(&path, "not a regular file"));
         }
-        if meta.len() != file_size as u64 {
-            return Err(corrupt(
-                &path,
-                format!("{} bytes, expected {file_size}", meta.len()),
-            ));
+        found.push((start, meta.len(), path));
+    }
+    found.sort_unstable_by_key(|(start, _, _)| *start);
+    // An empty last file is one whose creation a crash cut short before its
+    // size was set (stores written before files were created under a
+    // `.tmp` name): nothing was ever written to it.
+    if found.last().is_some_and(|(_, len, _)| *len == 0) {
+        if let Some((_, _, path)) = found.pop() {
+            fs::remove_file(&path).map_err(io_err("remove", &path))?;
+            tracing::warn!(path = %path.display(), "removed an empty last consume-queue file left by a crash during its creation");
+        }
+    }
+    let mut starts = Vec::new();
+    for (start, len, path) in found {
+        if len != file_size as u64 {
+            return Err(corrupt(&path, format!("{len} bytes, expected {file_size}")));
         }
         if start % file_size != 0 {
             return Err(corrupt(
