@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
-use rmq_common::message::record::body_crc;
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_common::time::SystemClock;
 use tokio::net::TcpListener;
@@ -23,7 +22,7 @@ use tokio_util::task::TaskTracker;
 
 use super::latency::{Latencies, LatencySummary};
 use crate::meta::TopicConfig;
-use crate::namesrv::register::{encode_body, BodyForm, BodyStats};
+use crate::namesrv::register::{encode_body, register_request, BodyForm, BodyStats};
 use crate::namesrv::route::{
     BrokerIdentity, DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper,
 };
@@ -133,15 +132,7 @@ async fn register(
     let (bytes, stats) = encode_body(body, BodyForm::Auto)?;
     let encode_ms = started.elapsed().as_secs_f64() * 1e3;
     let id = identity(broker);
-    let mut req = RemotingCommand::request(RequestCode::RegisterBroker);
-    req.put_ext("brokerName", &id.broker_name);
-    req.put_ext("brokerAddr", &id.broker_addr);
-    req.put_ext("clusterName", &id.cluster);
-    req.put_ext("brokerId", id.broker_id);
-    req.put_ext("haServerAddr", "");
-    req.put_ext("compressed", stats.compressed);
-    req.put_ext("bodyCrc32", body_crc(&bytes));
-    let req = req.with_body(bytes);
+    let req = register_request(&id, bytes, stats.compressed);
     let started = Instant::now();
     let resp = client.invoke(req, Duration::from_secs(30)).await?;
     let register_ms = started.elapsed().as_secs_f64() * 1e3;

@@ -330,13 +330,7 @@ impl Inner {
                 "registering with a compressed body"
             );
         }
-        let mut req = RemotingCommand::request(RequestCode::RegisterBroker);
-        put_identity(&mut req, &id);
-        // No HA in this broker; the field is not-null in Java, so send it blank.
-        req.put_ext("haServerAddr", "");
-        req.put_ext("compressed", stats.compressed);
-        req.put_ext("bodyCrc32", body_crc(&body));
-        let req = req.with_body(body);
+        let req = register_request(&id, body, stats.compressed);
         let calls = self.links.iter().map(|link| link.register(req.clone()));
         let failures: Vec<NameServerError> = futures::future::join_all(calls)
             .await
@@ -392,6 +386,18 @@ pub fn encode_body(
     stats.sent_bytes = z.len();
     stats.compressed = true;
     Ok((z, stats))
+}
+
+/// The REGISTER_BROKER request for `id` carrying `body`, already encoded
+/// (compressed or not, as `compressed` says; see [`encode_body`]).
+pub fn register_request(id: &BrokerIdentity, body: Vec<u8>, compressed: bool) -> RemotingCommand {
+    let mut req = RemotingCommand::request(RequestCode::RegisterBroker);
+    put_identity(&mut req, id);
+    // No HA in this broker; the field is not-null in Java, so send it blank.
+    req.put_ext("haServerAddr", "");
+    req.put_ext("compressed", compressed);
+    req.put_ext("bodyCrc32", body_crc(&body));
+    req.with_body(body)
 }
 
 fn put_identity(req: &mut RemotingCommand, id: &BrokerIdentity) {
