@@ -15,6 +15,8 @@ use rmq_common::message::MessageToStore;
 use rmq_common::time::{Clock, SystemClock};
 use rmq_common::StoreConfig;
 
+pub mod cluster;
+
 /// Longest a test waits for reput to dispatch what was appended.
 pub const DISPATCH_TIMEOUT: Duration = Duration::from_secs(60);
 

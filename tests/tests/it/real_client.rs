@@ -272,30 +272,14 @@ fn sent_by_broker(out: &Outcome) -> std::collections::BTreeMap<String, u64> {
 /// NameServer's routes no longer name it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ali_ons_fails_over_when_a_broker_dies() {
-    use std::sync::Arc;
-
-    use rmq_broker::namesrv::{NameServer, BROKER_EXPIRY_MS};
-    use rmq_common::time::ManualClock;
+    use rmq_tests::cluster::TestNameServer;
 
     require_node_and_client();
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("out");
     std::fs::create_dir_all(&out_dir).unwrap();
-    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
-    let (cancel, tracker) = (
-        tokio_util::sync::CancellationToken::new(),
-        tokio_util::task::TaskTracker::new(),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let ns = NameServer::start(
-        listener,
-        clock.clone(),
-        BROKER_EXPIRY_MS,
-        cancel.clone(),
-        tracker.clone(),
-    )
-    .await
-    .unwrap();
+    let cluster = TestNameServer::start(1_700_000_000_000).await;
+    let ns = &cluster.ns;
     let topic = "OnsFailover";
     let mut brokers = Vec::new();
     for (name, backend) in [
@@ -303,12 +287,7 @@ async fn ali_ons_fails_over_when_a_broker_dies() {
         ("ons-b", CqBackend::Rocksdb),
         ("ons-c", CqBackend::File),
     ] {
-        let mut s = broker_settings(&dir.path().join(name), backend);
-        s.broker.broker_name = name.into();
-        s.broker.namesrv_listen_port = -1;
-        s.broker.namesrv_addr = ns.addr.to_string();
-        s.broker.register_name_server_period_ms = 3_600_000;
-        let b = Broker::start(s).await.unwrap();
+        let b = cluster.broker(&dir.path().join(name), name, backend).await;
         rmq_broker::admin::topic_create(b.addr(), topic, 4, 6)
             .await
             .unwrap();
@@ -333,26 +312,7 @@ async fn ali_ons_fails_over_when_a_broker_dies() {
     assert!(!by.contains_key("ons-c"), "{}", two.stdout);
     assert_eq!(by.values().sum::<u64>(), 60, "{}", two.stdout);
 
-    clock.advance(BROKER_EXPIRY_MS / 2);
-    for b in &brokers {
-        b.registrar().unwrap().register_now().await.unwrap();
-    }
-    clock.advance(BROKER_EXPIRY_MS / 2 + 1_000);
-    // Only the dead broker goes; the background scan (every 10 s of real
-    // time) may have dropped it first.
-    let dropped = ns.scan_once();
-    assert!(
-        dropped.is_empty() || dropped == [dead_addr.clone()],
-        "{dropped:?}"
-    );
-    let names: Vec<String> = ns
-        .routes()
-        .cluster_info()
-        .broker_addr_table
-        .into_keys()
-        .collect();
-    assert!(!names.iter().any(|n| n == "ons-c"), "{names:?}");
-    assert_eq!(names.len(), 2, "{names:?}");
+    cluster.expire(&brokers, "ons-c", &dead_addr).await;
     let after = run_phase("send", ns.addr, topic, "OnsFailoverGroup", &out_dir).await;
     assert!(after.succeeded(), "{}", after.report("send after expiry"));
     assert_eq!(
@@ -368,9 +328,5 @@ async fn ali_ons_fails_over_when_a_broker_dies() {
     for b in brokers {
         b.shutdown().await;
     }
-    cancel.cancel();
-    tracker.close();
-    tokio::time::timeout(SHUTDOWN_BOUND, tracker.wait())
-        .await
-        .expect("the NameServer stops");
+    cluster.stop().await;
 }

@@ -11,26 +11,19 @@
 //! background heartbeat period is an hour.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmq_broker::admin;
-use rmq_broker::broker::Broker;
-use rmq_broker::namesrv::{NameServer, NameServerHandle, TopicRouteData, AUTO_COMPRESS_BYTES};
+use rmq_broker::namesrv::{TopicRouteData, AUTO_COMPRESS_BYTES};
 use rmq_broker::remoting::RemotingClient;
 use rmq_broker::sdk::{OutMessage, Producer, ProducerOptions};
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode, MAX_FRAME_BYTES};
 use rmq_common::time::ManualClock;
-use rmq_tests::broker_settings;
-use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
+use rmq_tests::cluster::TestNameServer;
 
 const T0: i64 = 1_700_000_000_000;
-/// RocketMQ's expiry, the default here too.
-const EXPIRY_MS: i64 = rmq_broker::namesrv::BROKER_EXPIRY_MS;
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Topics per broker: 50,000 in all.
 const SPREAD: [(&str, usize, CqBackend); 3] = [
@@ -43,20 +36,6 @@ const SHARED: &str = "RouteScaleShared";
 
 fn prefix(broker: &str) -> String {
     format!("{broker}-t")
-}
-
-async fn start_broker(
-    root: &std::path::Path,
-    name: &str,
-    backend: CqBackend,
-    ns: SocketAddr,
-) -> Broker {
-    let mut s = broker_settings(root, backend);
-    s.broker.broker_name = name.to_owned();
-    s.broker.namesrv_listen_port = -1;
-    s.broker.namesrv_addr = ns.to_string();
-    s.broker.register_name_server_period_ms = 3_600_000;
-    Broker::start(s).await.unwrap()
 }
 
 async fn route(client: &RemotingClient, topic: &str) -> RemotingCommand {
@@ -104,18 +83,8 @@ async fn send_many(producer: &Producer, n: usize) -> (BTreeMap<String, usize>, u
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_brokers_fifty_thousand_topics_expiry_and_failover() {
-    let clock = Arc::new(ManualClock::new(T0));
-    let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let ns: NameServerHandle = NameServer::start(
-        listener,
-        clock.clone(),
-        EXPIRY_MS,
-        cancel.clone(),
-        tracker.clone(),
-    )
-    .await
-    .unwrap();
+    let cluster = TestNameServer::start(T0).await;
+    let (ns, clock) = (&cluster.ns, &cluster.clock);
 
     let dirs: Vec<_> = SPREAD
         .iter()
@@ -123,7 +92,7 @@ async fn three_brokers_fifty_thousand_topics_expiry_and_failover() {
         .collect();
     let mut brokers = Vec::new();
     for ((name, count, backend), dir) in SPREAD.iter().zip(&dirs) {
-        let b = start_broker(dir.path(), name, *backend, ns.addr).await;
+        let b = cluster.broker(dir.path(), name, *backend).await;
         let started = Instant::now();
         admin::topic_create_many(b.addr(), &prefix(name), *count, 4)
             .await
@@ -203,26 +172,7 @@ async fn three_brokers_fifty_thousand_topics_expiry_and_failover() {
 
     // Expiry: the live brokers heartbeat half way; the dead one is dropped
     // once 120 s have passed without it, and only it.
-    clock.advance(EXPIRY_MS / 2);
-    for b in &brokers {
-        b.registrar().unwrap().register_now().await.unwrap();
-    }
-    clock.advance(EXPIRY_MS / 2 + 1_000);
-    // Only the dead broker goes; the background scan (every 10 s of real
-    // time) may have dropped it first.
-    let dropped = ns.scan_once();
-    assert!(
-        dropped.is_empty() || dropped == [dead_addr.clone()],
-        "{dropped:?}"
-    );
-    let names: Vec<String> = ns
-        .routes()
-        .cluster_info()
-        .broker_addr_table
-        .into_keys()
-        .collect();
-    assert!(!names.iter().any(|n| n == "scale-c"), "{names:?}");
-    assert_eq!(names.len(), 2, "{names:?}");
+    cluster.expire(&brokers, "scale-c", &dead_addr).await;
     let mut left = brokers_of(&route(&client, SHARED).await);
     left.sort();
     assert_eq!(left, ["scale-a", "scale-b"]);
@@ -246,9 +196,5 @@ async fn three_brokers_fifty_thousand_topics_expiry_and_failover() {
     for b in brokers {
         b.shutdown().await;
     }
-    cancel.cancel();
-    tracker.close();
-    tokio::time::timeout(CALL_TIMEOUT, tracker.wait())
-        .await
-        .unwrap();
+    cluster.stop().await;
 }
