@@ -15,9 +15,11 @@ pub mod delay;
 pub mod dispatch;
 #[doc(hidden)]
 pub mod fuzz_harness;
+pub mod json;
 pub mod message;
 pub mod names;
 pub mod remoting;
+pub mod sql92;
 pub mod time;
 
 pub use config::{ConfigError, CqBackend, FlushDiskType, StoreConfig};

@@ -51,8 +51,14 @@ pub(crate) fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) -> Result<(), Rem
 
 /// Decodes a JSON header; the body is left empty.
 pub(crate) fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
-    let value: Value =
-        serde_json::from_slice(header).map_err(|source| RemotingError::Json { source })?;
+    // Strict JSON first (what every client writes, and the fast path);
+    // fastjson's looser syntax (single quotes, unquoted keys) second.
+    let value: Value = match serde_json::from_slice(header) {
+        Ok(v) => v,
+        Err(source) => {
+            crate::json::parse::parse(header).map_err(|_| RemotingError::Json { source })?
+        }
+    };
     let Value::Object(obj) = value else {
         return Err(RemotingError::InvalidJsonField {
             field: "<header>",
