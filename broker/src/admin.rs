@@ -68,7 +68,7 @@ const TOPIC_LIST_CHUNK: usize = 5_000;
 async fn topics(broker: SocketAddr) -> Result<TopicConfigSerializeWrapper, SdkError> {
     let c = sdk::connect(broker).await?;
     let resp = sdk::call(&c, RemotingCommand::request(RequestCode::GetAllTopicConfig)).await?;
-    serde_json::from_slice(resp.body.as_deref().unwrap_or_default())
+    rmq_common::json::from_slice(resp.body.as_deref().unwrap_or_default())
         .map_err(|e| SdkError::BadAnswer(e.to_string()))
 }
 
@@ -267,7 +267,7 @@ pub async fn cluster_list(namesrv: SocketAddr) -> Result<String, SdkError> {
         RemotingCommand::request(RequestCode::GetBrokerClusterInfo),
     )
     .await?;
-    let info: ClusterInfo = serde_json::from_slice(resp.body.as_deref().unwrap_or_default())
+    let info: ClusterInfo = rmq_common::json::from_slice(resp.body.as_deref().unwrap_or_default())
         .map_err(|e| SdkError::BadAnswer(e.to_string()))?;
     let mut out = format!(
         "{:<20} {:<20} {:>4} {}\n",

@@ -106,6 +106,7 @@ impl Broker {
             settings.broker.default_topic_queue_nums,
         )?);
         let offsets = Arc::new(ConsumerOffsetManager::open(&root)?);
+        let groups = Arc::new(crate::meta::SubscriptionGroupManager::open(&root)?);
         let pull_hold = Arc::new(PullHoldService::new());
         store.add_arrival_listener(Arc::clone(&pull_hold) as _);
         let scheduler = Arc::new(Scheduler::open(
@@ -155,6 +156,9 @@ impl Broker {
             transactions,
             connections: std::sync::atomic::AtomicI64::new(0),
             topics_changed: Arc::new(Notify::new()),
+            groups,
+            stats: Arc::new(crate::metrics::BrokerStats::new()),
+            boot_ms: rmq_common::time::now_ms(),
         });
 
         let options = ServerOptions {

@@ -79,6 +79,9 @@ pub struct BrokerConfig {
     /// Interval of the transaction check walk.
     #[serde(rename = "transactionCheckInterval")]
     pub transaction_check_interval_ms: u64,
+    /// Consumers may filter by SQL92 expressions over message properties
+    /// (RocketMQ's `enablePropertyFilter`, off by default as there).
+    pub enable_property_filter: bool,
 }
 
 impl Default for BrokerConfig {
@@ -108,6 +111,7 @@ impl Default for BrokerConfig {
             transaction_time_out_ms: 6_000,
             transaction_check_max: 15,
             transaction_check_interval_ms: 60_000,
+            enable_property_filter: false,
         }
     }
 }

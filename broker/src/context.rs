@@ -7,7 +7,8 @@ use tokio::sync::Notify;
 
 use crate::client::ClientManager;
 use crate::config::Settings;
-use crate::meta::{ConsumerOffsetManager, TopicConfigManager};
+use crate::meta::{ConsumerOffsetManager, SubscriptionGroupManager, TopicConfigManager};
+use crate::metrics::BrokerStats;
 use crate::processor::lock::QueueLockManager;
 use crate::pull_hold::PullHoldService;
 use crate::service::schedule::Scheduler;
@@ -41,4 +42,10 @@ pub struct BrokerContext {
     pub connections: std::sync::atomic::AtomicI64,
     /// Signalled when topics change, so NameServers hear of it at once.
     pub topics_changed: Arc<Notify>,
+    /// Subscription groups.
+    pub groups: Arc<SubscriptionGroupManager>,
+    /// Put/get rates and day totals (GET_BROKER_RUNTIME_INFO).
+    pub stats: Arc<BrokerStats>,
+    /// When the broker started, ms since the epoch.
+    pub boot_ms: i64,
 }

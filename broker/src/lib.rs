@@ -5,6 +5,8 @@
 
 pub mod admin;
 pub mod bench;
+#[cfg(test)]
+mod body_tests;
 pub mod broker;
 pub mod client;
 pub mod config;

@@ -1,10 +1,10 @@
 //! The HEART_BEAT body as clients send it. Enums arrive as names or
 //! ordinals; missing sets and fields default.
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// A client's heartbeat.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct HeartbeatData {
     /// The client instance id (`ip@pid` and the like).
@@ -17,7 +17,7 @@ pub struct HeartbeatData {
 }
 
 /// One producer group.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ProducerData {
     /// Group name.
@@ -25,7 +25,7 @@ pub struct ProducerData {
 }
 
 /// One consumer group and its subscriptions.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ConsumerData {
     /// Group name.
@@ -44,7 +44,7 @@ pub struct ConsumerData {
 }
 
 /// One topic subscription.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SubscriptionData {
     /// Topic.
@@ -75,7 +75,7 @@ mod tests {
 
     #[test]
     fn accepts_names_ordinals_and_missing_sets() {
-        let h: HeartbeatData = serde_json::from_str(
+        let h: HeartbeatData = rmq_common::json::from_str(
             r#"{"clientID":"c1","consumerDataSet":[{"groupName":"g","consumeType":"CONSUME_PASSIVELY",
                 "messageModel":1,"consumeFromWhere":"CONSUME_FROM_LAST_OFFSET",
                 "subscriptionDataSet":[{"topic":"T","subString":"TagA","subVersion":5}],"unitMode":false}],
@@ -88,9 +88,10 @@ mod tests {
             h.consumer_data_set[0].subscription_data_set[0].sub_string,
             "TagA"
         );
-        let h: HeartbeatData =
-            serde_json::from_str(r#"{"clientID":"c2","consumerDataSet":[{"groupName":"g"}]}"#)
-                .unwrap();
+        let h: HeartbeatData = rmq_common::json::from_str(
+            r#"{"clientID":"c2","consumerDataSet":[{"groupName":"g"}]}"#,
+        )
+        .unwrap();
         assert!(h.consumer_data_set[0].subscription_data_set.is_empty());
         assert!(h.producer_data_set.is_empty());
     }

@@ -5,6 +5,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
+use rmq_common::remoting::LanguageCode;
+use serde::{Deserialize, Serialize};
 
 use super::heartbeat::{HeartbeatData, SubscriptionData};
 use crate::remoting::{ConnId, Connection};
@@ -13,6 +15,9 @@ use crate::remoting::{ConnId, Connection};
 struct Member {
     client_id: String,
     conn: Arc<Connection>,
+    /// The client's language and version, from its heartbeat's header.
+    language: LanguageCode,
+    version: i32,
 }
 
 #[derive(Debug, Default)]
@@ -20,6 +25,40 @@ struct ConsumerGroup {
     members: BTreeMap<ConnId, Member>,
     subscriptions: HashMap<String, SubscriptionData>,
     message_model: String,
+    consume_type: String,
+    consume_from_where: String,
+}
+
+/// One live client connection, as GET_CONSUMER_CONNECTION_LIST and
+/// GET_PRODUCER_CONNECTION_LIST report it (Java's `Connection`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientConnection {
+    /// The client's address.
+    pub client_addr: String,
+    /// Its instance id.
+    pub client_id: String,
+    /// Its language name (`JAVA`, `CPP`, `GO`, ...).
+    pub language: String,
+    /// Its version ordinal (Java's `MQVersion`).
+    pub version: i32,
+}
+
+/// A consumer group as its members last described it (Java's
+/// `ConsumerConnection`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ConsumerConnection {
+    /// Live members.
+    pub connection_set: Vec<ClientConnection>,
+    /// Topic to subscription.
+    pub subscription_table: BTreeMap<String, SubscriptionData>,
+    /// `CONSUME_ACTIVELY` (pull) or `CONSUME_PASSIVELY` (push).
+    pub consume_type: String,
+    /// `CLUSTERING` or `BROADCASTING`.
+    pub message_model: String,
+    /// Where a new member starts.
+    pub consume_from_where: String,
 }
 
 /// Consumer groups whose membership changed (their members get
@@ -45,10 +84,18 @@ impl ClientManager {
 
     /// Applies a heartbeat from `conn`; returns the consumer groups whose
     /// membership changed.
-    pub fn heartbeat(&self, conn: &Arc<Connection>, hb: &HeartbeatData) -> GroupChange {
+    pub fn heartbeat(
+        &self,
+        conn: &Arc<Connection>,
+        hb: &HeartbeatData,
+        language: LanguageCode,
+        version: i32,
+    ) -> GroupChange {
         let member = Member {
             client_id: hb.client_id.clone(),
             conn: Arc::clone(conn),
+            language,
+            version,
         };
         {
             let mut producers = self.producers.write();
@@ -64,7 +111,10 @@ impl ClientManager {
         for c in &hb.consumer_data_set {
             let group = consumers.entry(c.group_name.clone()).or_default();
             let new_member = group.members.insert(conn.id, member.clone()).is_none();
-            group.message_model = c.message_model.clone();
+            group.message_model = java_enum(&c.message_model, &["BROADCASTING", "CLUSTERING"]);
+            group.consume_type =
+                java_enum(&c.consume_type, &["CONSUME_ACTIVELY", "CONSUME_PASSIVELY"]);
+            group.consume_from_where = java_enum(&c.consume_from_where, CONSUME_FROM_WHERE);
             for s in &c.subscription_data_set {
                 let keep = group
                     .subscriptions
@@ -172,4 +222,80 @@ impl ClientManager {
             .map(|(n, _)| n.clone())
             .collect()
     }
+
+    /// A consumer group's live members and subscriptions; `None` when it
+    /// has no live member.
+    pub fn consumer_connection(&self, group: &str) -> Option<ConsumerConnection> {
+        let consumers = self.consumers.read();
+        let g = consumers.get(group)?;
+        let mut connection_set: Vec<ClientConnection> = g
+            .members
+            .values()
+            .filter(|m| !m.conn.is_closed())
+            .map(Member::describe)
+            .collect();
+        if connection_set.is_empty() {
+            return None;
+        }
+        connection_set.sort();
+        Some(ConsumerConnection {
+            connection_set,
+            subscription_table: g
+                .subscriptions
+                .iter()
+                .map(|(t, s)| (t.clone(), s.clone()))
+                .collect(),
+            consume_type: g.consume_type.clone(),
+            message_model: g.message_model.clone(),
+            consume_from_where: g.consume_from_where.clone(),
+        })
+    }
+
+    /// A producer group's live members.
+    pub fn producer_connection(&self, group: &str) -> Vec<ClientConnection> {
+        let mut out: Vec<ClientConnection> = self
+            .producers
+            .read()
+            .get(group)
+            .map(|m| {
+                m.values()
+                    .filter(|m| !m.conn.is_closed())
+                    .map(Member::describe)
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort();
+        out
+    }
+}
+
+impl Member {
+    fn describe(&self) -> ClientConnection {
+        ClientConnection {
+            client_addr: self.conn.peer.to_string(),
+            client_id: self.client_id.clone(),
+            language: self.language.name().to_owned(),
+            version: self.version,
+        }
+    }
+}
+
+/// Java's `ConsumeFromWhere` constants in ordinal order (the deprecated
+/// ones included, as ordinals count them).
+const CONSUME_FROM_WHERE: &[&str] = &[
+    "CONSUME_FROM_LAST_OFFSET",
+    "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
+    "CONSUME_FROM_MIN_OFFSET",
+    "CONSUME_FROM_MAX_OFFSET",
+    "CONSUME_FROM_FIRST_OFFSET",
+    "CONSUME_FROM_TIMESTAMP",
+];
+
+/// An enum a client sent by name or by ordinal, as its Java name (what the
+/// admin answers carry); an unknown ordinal stays as sent.
+fn java_enum(sent: &str, names: &[&str]) -> String {
+    sent.parse::<usize>()
+        .ok()
+        .and_then(|i| names.get(i))
+        .map_or_else(|| sent.to_owned(), |n| (*n).to_owned())
 }

@@ -1,9 +1,11 @@
 //! Broker metadata persisted as the JSON files RocketMQ operators know:
 //! `config/topics.json` and `config/consumerOffset.json`.
 
+pub mod groups;
 pub mod offsets;
 pub mod topics;
 
+pub use groups::{SubscriptionGroupConfig, SubscriptionGroupManager};
 pub use offsets::ConsumerOffsetManager;
 pub use topics::{TopicConfig, TopicConfigManager, PERM_READ, PERM_WRITE};
 
@@ -16,13 +18,15 @@ pub(crate) fn read_json<T: serde::de::DeserializeOwned>(
     path: &Path,
 ) -> Result<Option<T>, StoreError> {
     match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| StoreError::Corrupt {
-                path: path.to_owned(),
-                offset: 0,
-                detail: format!("not valid JSON: {e}"),
-            }),
+        Ok(bytes) => {
+            rmq_common::json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| StoreError::Corrupt {
+                    path: path.to_owned(),
+                    offset: 0,
+                    detail: format!("not valid JSON: {e}"),
+                })
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(StoreError::io(format!("read {}", path.display()), e)),
     }

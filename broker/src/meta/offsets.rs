@@ -10,11 +10,12 @@ use serde::{Deserialize, Serialize};
 
 use super::{read_json, write_json};
 
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+/// `config/consumerOffset.json`.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-struct OffsetsFile {
+pub(crate) struct OffsetsFile {
     /// Key `topic@group`, as RocketMQ writes it.
-    offset_table: BTreeMap<String, BTreeMap<i32, i64>>,
+    pub(crate) offset_table: BTreeMap<String, BTreeMap<i32, i64>>,
 }
 
 /// Committed consumer offsets, persisted periodically and at shutdown.
@@ -97,6 +98,30 @@ impl ConsumerOffsetManager {
             .keys()
             .filter_map(|k| k.strip_prefix(&prefix).map(str::to_owned))
             .collect()
+    }
+
+    /// Forgets every offset of `group` (DELETE_SUBSCRIPTIONGROUP with
+    /// removeOffset); returns how many topics it had.
+    pub fn remove_group(&self, group: &str) -> usize {
+        let suffix = format!("@{group}");
+        self.remove_keys(|k| k.ends_with(&suffix))
+    }
+
+    /// Forgets every group's offsets of `topic` (DELETE_TOPIC_IN_BROKER).
+    pub fn remove_topic(&self, topic: &str) -> usize {
+        let prefix = format!("{topic}@");
+        self.remove_keys(|k| k.starts_with(&prefix))
+    }
+
+    fn remove_keys(&self, doomed: impl Fn(&str) -> bool) -> usize {
+        let mut s = self.state.lock();
+        let before = s.0.offset_table.len();
+        s.0.offset_table.retain(|k, _| !doomed(k));
+        let removed = before - s.0.offset_table.len();
+        if removed > 0 {
+            s.1 = true;
+        }
+        removed
     }
 
     /// Writes the table if it changed since the last write.

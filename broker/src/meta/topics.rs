@@ -36,11 +36,16 @@ pub struct TopicConfig {
     pub order: bool,
 }
 
+/// Java's `TopicConfig` defaults (16 read and write queues, read-write), so
+/// a body that leaves a field out means what it means to a Java broker.
 impl Default for TopicConfig {
     fn default() -> Self {
-        Self::new("", 0)
+        Self::new("", JAVA_DEFAULT_QUEUE_NUMS)
     }
 }
+
+/// `TopicConfig.defaultReadQueueNums` / `defaultWriteQueueNums` in Java.
+pub const JAVA_DEFAULT_QUEUE_NUMS: i32 = 16;
 
 impl TopicConfig {
     /// A read-write topic with `queues` queues.
@@ -62,18 +67,19 @@ impl TopicConfig {
     }
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-struct DataVersion {
-    timestamp: i64,
-    counter: i64,
+pub(crate) struct DataVersion {
+    pub(crate) timestamp: i64,
+    pub(crate) counter: i64,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// `config/topics.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-struct TopicsFile {
-    topic_config_table: BTreeMap<String, TopicConfig>,
-    data_version: DataVersion,
+pub(crate) struct TopicsFile {
+    pub(crate) topic_config_table: BTreeMap<String, TopicConfig>,
+    pub(crate) data_version: DataVersion,
 }
 
 /// The topic table, persisted on every change.

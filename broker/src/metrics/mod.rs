@@ -10,10 +10,12 @@ mod http;
 pub mod process;
 mod sampler;
 mod store;
+pub mod tps;
 
 pub use http::serve_metrics;
 pub use sampler::{Sampler, CONSUMER_LAG_SERIES_MAX};
-pub use store::{topic_class, StoreMetrics, TOPIC_CLASSES};
+pub use store::{topic_class, StoreMetrics, Totals, TOPIC_CLASSES};
+pub use tps::BrokerStats;
 
 use std::sync::OnceLock;
 use std::time::Duration;

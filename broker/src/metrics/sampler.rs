@@ -43,6 +43,12 @@ impl Sampler {
 
     /// Reads everything once. Blocking (store and /proc reads).
     pub fn sample(&self) {
+        let totals = self.ctx.store.metrics().totals();
+        self.ctx.stats.record(
+            self.ctx.store.clock().now_ms(),
+            totals.put_messages.load(Ordering::Relaxed),
+            totals.get_messages.load(Ordering::Relaxed),
+        );
         self.dispatch();
         self.consume_queue();
         self.consumer_lag();

@@ -1,6 +1,8 @@
 //! Handles the store's hot paths record into, built once per store with the
 //! broker's labels (no-ops until a recorder is installed).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use metrics::{Counter, Histogram, Label};
@@ -48,6 +50,19 @@ pub struct StoreMetrics {
     cq_write_batch: Histogram,
     dispatch_delay: Histogram,
     flush_latency: Histogram,
+    totals: Arc<Totals>,
+}
+
+/// Running totals the broker itself reads back (GET_BROKER_RUNTIME_INFO's
+/// counts and TPS); the Prometheus counters are write-only handles.
+#[derive(Debug, Default)]
+pub struct Totals {
+    /// Messages stored.
+    pub put_messages: AtomicU64,
+    /// Puts (requests) stored.
+    pub put_times: AtomicU64,
+    /// Messages served by pulls.
+    pub get_messages: AtomicU64,
 }
 
 impl std::fmt::Debug for StoreMetrics {
@@ -78,8 +93,14 @@ impl StoreMetrics {
             cq_write_batch: metrics::histogram!(names::CQ_WRITE_BATCH_SIZE, l()),
             dispatch_delay: metrics::histogram!(names::DISPATCH_DELAY_SECONDS, l()),
             flush_latency: metrics::histogram!(names::FLUSH_LATENCY_SECONDS, l()),
+            totals: Arc::default(),
             labels,
         }
+    }
+
+    /// Running totals since start.
+    pub fn totals(&self) -> &Totals {
+        &self.totals
     }
 
     /// The `broker`/`backend` labels.
@@ -90,12 +111,15 @@ impl StoreMetrics {
     /// `n` messages stored in `topic`, taking `took`.
     pub fn put(&self, topic: &str, n: u64, took: Duration) {
         self.put_total[topic_class(topic)].increment(n);
+        self.totals.put_messages.fetch_add(n, Ordering::Relaxed);
+        self.totals.put_times.fetch_add(1, Ordering::Relaxed);
         self.put_latency.record(took.as_secs_f64());
     }
 
     /// A get returned `n` messages, taking `took`.
     pub fn get(&self, n: u64, took: Duration) {
         self.get_total.increment(n);
+        self.totals.get_messages.fetch_add(n, Ordering::Relaxed);
         self.get_latency.record(took.as_secs_f64());
     }
 

@@ -37,7 +37,7 @@ pub const MAX_INFLATED_BYTES: u64 = 64 * 1024 * 1024;
 pub enum BodyError {
     /// The JSON form is not a `RegisterBrokerBody`.
     #[error("REGISTER_BROKER body is not a RegisterBrokerBody JSON: {0}")]
-    Json(#[from] serde_json::Error),
+    Json(#[from] rmq_common::json::JsonError),
     /// The compressed form is cut short, not zlib, or too large.
     #[error("compressed REGISTER_BROKER body: {what}: {source}")]
     Inflate {
@@ -63,7 +63,7 @@ pub enum BodyError {
         what: &'static str,
         /// The parse error.
         #[source]
-        source: serde_json::Error,
+        source: rmq_common::json::JsonError,
     },
     /// A topic entry is not `name read write perm filter [attributes]`.
     #[error("compressed REGISTER_BROKER body: topic entry {entry:?} is malformed: {why}")]
@@ -121,7 +121,7 @@ pub fn decode(body: &[u8], compressed: bool) -> Result<RegisterBrokerBody, BodyE
         return Ok(RegisterBrokerBody::default());
     }
     if !compressed {
-        return Ok(serde_json::from_slice(body)?);
+        return Ok(rmq_common::json::from_slice(body)?);
     }
     let mut r = Inflated {
         inner: ZlibDecoder::new(body).take(MAX_INFLATED_BYTES),
@@ -129,9 +129,11 @@ pub fn decode(body: &[u8], compressed: bool) -> Result<RegisterBrokerBody, BodyE
     let mut out = RegisterBrokerBody::default();
     let version = r.bytes("data version")?;
     out.topic_config_serialize_wrapper.data_version =
-        serde_json::from_slice::<DataVersion>(&version).map_err(|source| BodyError::PartJson {
-            what: "data version",
-            source,
+        rmq_common::json::from_slice::<DataVersion>(&version).map_err(|source| {
+            BodyError::PartJson {
+                what: "data version",
+                source,
+            }
         })?;
     let topics = r.count("topic count")?;
     for _ in 0..topics {
@@ -143,7 +145,7 @@ pub fn decode(body: &[u8], compressed: bool) -> Result<RegisterBrokerBody, BodyE
     }
     let filters = r.bytes("filter server list")?;
     out.filter_server_list =
-        serde_json::from_slice(&filters).map_err(|source| BodyError::PartJson {
+        rmq_common::json::from_slice(&filters).map_err(|source| BodyError::PartJson {
             what: "filter server list",
             source,
         })?;

@@ -107,6 +107,10 @@ impl NameServerHandler {
             Some(RequestCode::GetRouteInfoByTopic) => self.route_by_topic(req),
             Some(RequestCode::GetBrokerClusterInfo) => self.cluster_info(),
             Some(RequestCode::GetKvConfig) => get_kv_config(req),
+            Some(RequestCode::GetAllTopicListFromNameserver) => json_reply(&TopicList {
+                topic_list: self.routes.topic_names(),
+            }),
+            Some(RequestCode::DeleteTopicInNamesrv) => self.delete_topic(req),
             _ => Err(Refusal::new(
                 ResponseCode::RequestCodeNotSupported,
                 format!("request type {} not supported", req.code),
@@ -242,6 +246,23 @@ impl NameServerHandler {
     fn cluster_info(&self) -> Result<Reply, Refusal> {
         json_reply(&self.routes.cluster_info())
     }
+
+    fn delete_topic(&self, req: &RemotingCommand) -> Result<Reply, Refusal> {
+        let ext = req.ext();
+        let topic = ext.req_str("topic")?;
+        let cluster = ext.get_str("clusterName").filter(|c| !c.is_empty());
+        self.routes.delete_topic(topic, cluster);
+        tracing::info!(topic, cluster, "topic deleted from the routes");
+        Ok(Reply::default())
+    }
+}
+
+/// GET_ALL_TOPIC_LIST_FROM_NAMESERVER body (Java's `TopicList`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TopicList {
+    /// Topic names.
+    pub topic_list: Vec<String>,
 }
 
 fn get_kv_config(req: &RemotingCommand) -> Result<Reply, Refusal> {

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::meta::TopicConfig;
 
 /// A broker's name, cluster and addresses by broker id (0 = master).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct BrokerData {
     /// Cluster name.
     pub cluster: String,
@@ -19,13 +19,12 @@ pub struct BrokerData {
     /// Address by broker id; JSON keys are the ids as strings.
     pub broker_addrs: BTreeMap<i64, String>,
     /// Strict 5.x clients expect the field.
-    #[serde(default)]
     pub enable_acting_master: bool,
 }
 
 /// One broker's queues for a topic.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct QueueData {
     /// Broker name.
     pub broker_name: String,
@@ -40,8 +39,8 @@ pub struct QueueData {
 }
 
 /// The answer to GET_ROUTEINFO_BY_TOPIC.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct TopicRouteData {
     /// Brokers serving the topic.
     pub broker_datas: Vec<BrokerData>,
@@ -52,8 +51,8 @@ pub struct TopicRouteData {
 }
 
 /// The answer to GET_BROKER_CLUSTER_INFO.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct ClusterInfo {
     /// Broker name to its data.
     pub broker_addr_table: BTreeMap<String, BrokerData>,
@@ -223,6 +222,43 @@ impl RouteInfoManager {
     /// Number of topics known.
     pub fn topic_count(&self) -> usize {
         self.tables.read().topics.len()
+    }
+
+    /// Every topic some broker serves, sorted.
+    pub fn topic_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.tables.read().topics.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// DELETE_TOPIC_IN_NAMESRV: the topic leaves the routes of the brokers
+    /// of `cluster` (of every broker when `None`). A broker that still has
+    /// the topic brings it back with its next registration, as in Java.
+    pub fn delete_topic(&self, topic: &str, cluster: Option<&str>) {
+        let mut t = self.tables.write();
+        let names: Vec<String> = match cluster {
+            Some(c) => t
+                .clusters
+                .get(c)
+                .map(|n| n.iter().cloned().collect())
+                .unwrap_or_default(),
+            None => t
+                .topics
+                .get(topic)
+                .map(|q| q.keys().cloned().collect())
+                .unwrap_or_default(),
+        };
+        for name in &names {
+            if let Some(topics) = t.broker_topics.get_mut(name) {
+                topics.remove(topic);
+            }
+        }
+        if let Some(queues) = t.topics.get_mut(topic) {
+            queues.retain(|broker, _| !names.contains(broker));
+            if queues.is_empty() {
+                t.topics.remove(topic);
+            }
+        }
     }
 }
 

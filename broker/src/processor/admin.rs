@@ -1,11 +1,14 @@
-//! UPDATE_AND_CREATE_TOPIC(_LIST), GET_ALL_TOPIC_CONFIG, GET_BROKER_CONFIG and
-//! DELETE_EXPIRED_COMMITLOG.
+//! UPDATE_AND_CREATE_TOPIC(_LIST), GET_ALL_TOPIC_CONFIG, GET_BROKER_CONFIG,
+//! DELETE_TOPIC_IN_BROKER, DELETE_EXPIRED_COMMITLOG and
+//! CLEAN_EXPIRED_CONSUMEQUEUE.
 
 use std::sync::Arc;
 
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 
-use super::{success, Handled, Refusal};
+use rmq_common::constants::AUTO_CREATE_TOPIC;
+
+use super::{blocking, success, Handled, Refusal};
 use crate::context::BrokerContext;
 use crate::meta::{TopicConfig, PERM_READ, PERM_WRITE};
 use crate::namesrv::route::{DataVersion, TopicConfigSerializeWrapper};
@@ -34,6 +37,55 @@ pub async fn delete_expired(ctx: &Arc<BrokerContext>) -> Handled {
     let body = serde_json::to_vec(&report)
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
     Ok(success().with_body(body))
+}
+
+/// Topics that are the broker's own and never in the topic table.
+const BROKER_TOPICS: [&str; 5] = [
+    rmq_common::constants::SCHEDULE_TOPIC,
+    rmq_common::constants::TRANS_HALF_TOPIC,
+    rmq_common::constants::TRANS_OP_HALF_TOPIC,
+    rmq_common::constants::TRANS_CHECK_MAX_TIME_TOPIC,
+    rmq_common::constants::CHECKPOINT_TOPIC,
+];
+
+/// DELETE_TOPIC_IN_BROKER: the topic leaves the table (and, through the
+/// next registration, the NameServer's routes), its consume queues are
+/// removed on either backend, and every group's offsets of it are dropped.
+pub async fn delete_topic(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+    let topic = req.ext().req_str("topic")?.to_owned();
+    rmq_common::names::validate_topic(&topic)
+        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+    if BROKER_TOPICS.contains(&topic.as_str()) || topic == AUTO_CREATE_TOPIC {
+        return Err(Refusal::new(
+            ResponseCode::SystemError,
+            format!("The topic[{topic}] is conflict with system topic."),
+        ));
+    }
+    let ctx2 = Arc::clone(ctx);
+    let t = topic.clone();
+    blocking(move || -> Result<(), rmq_store_file::StoreError> {
+        ctx2.topics.delete(&t)?;
+        ctx2.store.delete_topic(&t)?;
+        ctx2.offsets.remove_topic(&t);
+        Ok(())
+    })
+    .await??;
+    ctx.topics_changed.notify_one();
+    tracing::info!(topic, "topic deleted");
+    Ok(success())
+}
+
+/// CLEAN_EXPIRED_CONSUMEQUEUE: consume queues of topics no longer in the
+/// table go, and min offsets follow the CommitLog's.
+pub async fn clean_expired_cq(ctx: &Arc<BrokerContext>) -> Handled {
+    let ctx2 = Arc::clone(ctx);
+    let gone = blocking(move || {
+        ctx2.store
+            .clean_unused_topics(|t| BROKER_TOPICS.contains(&t) || ctx2.topics.get(t).is_some())
+    })
+    .await??;
+    tracing::info!(?gone, "expired consume queues cleaned");
+    Ok(success())
 }
 
 /// Handles topic administration.
@@ -66,20 +118,15 @@ pub fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand
             Ok(success())
         }
         RequestCode::UpdateAndCreateTopicList => {
-            #[derive(serde::Deserialize)]
-            #[serde(rename_all = "camelCase")]
-            struct CreateTopicList {
-                topic_config_list: Vec<TopicConfig>,
-            }
-            let list: CreateTopicList =
-                serde_json::from_slice(req.body.as_deref().unwrap_or_default()).map_err(|e| {
-                    Refusal::new(
-                        ResponseCode::SystemError,
-                        format!(
-                            "UPDATE_AND_CREATE_TOPIC_LIST body is not a topicConfigList JSON: {e}"
-                        ),
-                    )
-                })?;
+            let list: CreateTopicList = rmq_common::json::from_slice(
+                req.body.as_deref().unwrap_or_default(),
+            )
+            .map_err(|e| {
+                Refusal::new(
+                    ResponseCode::SystemError,
+                    format!("UPDATE_AND_CREATE_TOPIC_LIST body is not a topicConfigList JSON: {e}"),
+                )
+            })?;
             let count = list.topic_config_list.len();
             ctx.topics
                 .upsert_many(list.topic_config_list)
@@ -130,4 +177,11 @@ pub fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand
             "not an admin request",
         )),
     }
+}
+
+/// UPDATE_AND_CREATE_TOPIC_LIST body.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct CreateTopicList {
+    pub(crate) topic_config_list: Vec<TopicConfig>,
 }

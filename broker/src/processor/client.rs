@@ -7,7 +7,7 @@ use rmq_common::constants::RETRY_GROUP_TOPIC_PREFIX;
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 
 use super::{success, Handled, Refusal};
-use crate::client::{GroupChange, HeartbeatData};
+use crate::client::{GroupChange, HeartbeatData, SubscriptionData};
 use crate::context::BrokerContext;
 use crate::remoting::Connection;
 
@@ -21,7 +21,7 @@ pub fn handle(
     match code {
         RequestCode::HeartBeat => {
             let body = req.body.as_deref().unwrap_or_default();
-            let hb: HeartbeatData = serde_json::from_slice(body).map_err(|e| {
+            let hb: HeartbeatData = rmq_common::json::from_slice(body).map_err(|e| {
                 Refusal::new(
                     ResponseCode::SystemError,
                     format!("heartbeat body is not valid: {e}"),
@@ -36,7 +36,7 @@ pub fn handle(
                     }
                 }
             }
-            let change = ctx.clients.heartbeat(conn, &hb);
+            let change = ctx.clients.heartbeat(conn, &hb, req.language, req.version);
             notify_group_changes(ctx, &change);
             Ok(success())
         }
@@ -62,7 +62,23 @@ pub fn handle(
             let body = serde_json::json!({ "consumerIdList": ids }).to_string();
             Ok(success().with_body(body.into_bytes()))
         }
-        RequestCode::CheckClientConfig => Ok(success()),
+        RequestCode::CheckClientConfig => {
+            // Java's push consumer asks before it starts whether this broker
+            // can serve its subscription (SQL92 needs enablePropertyFilter).
+            let body: CheckClientBody = rmq_common::json::from_slice(
+                req.body.as_deref().unwrap_or_default(),
+            )
+            .map_err(|e| {
+                Refusal::new(
+                    ResponseCode::SystemError,
+                    format!("CHECK_CLIENT_CONFIG body is not valid: {e}"),
+                )
+            })?;
+            if let Some(sub) = body.subscription_data {
+                super::pull::build_filter(ctx, sub.expression_type.as_deref(), &sub.sub_string)?;
+            }
+            Ok(success())
+        }
         _ => Err(Refusal::new(
             ResponseCode::RequestCodeNotSupported,
             "not a client request",
@@ -82,4 +98,11 @@ pub fn notify_group_changes(ctx: &BrokerContext, change: &GroupChange) {
             }
         }
     }
+}
+
+/// CHECK_CLIENT_CONFIG body (`CheckClientRequestBody`).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct CheckClientBody {
+    subscription_data: Option<SubscriptionData>,
 }

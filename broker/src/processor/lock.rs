@@ -16,8 +16,8 @@ use crate::context::BrokerContext;
 pub const LOCK_MAX_LIVE_MS: i64 = 60_000;
 
 /// A message queue as clients name it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct MessageQueue {
     /// Topic.
     pub topic: String,
@@ -27,13 +27,13 @@ pub struct MessageQueue {
     pub queue_id: i32,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct LockBody {
-    consumer_group: String,
-    client_id: String,
-    #[serde(default)]
-    mq_set: Vec<MessageQueue>,
+/// LOCK_BATCH_MQ / UNLOCK_BATCH_MQ body.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct LockBody {
+    pub(crate) consumer_group: String,
+    pub(crate) client_id: String,
+    pub(crate) mq_set: Vec<MessageQueue>,
 }
 
 /// Who holds which queue, per group.
@@ -86,8 +86,8 @@ impl QueueLockManager {
 
 /// Handles the lock requests.
 pub fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {
-    let body: LockBody =
-        serde_json::from_slice(req.body.as_deref().unwrap_or_default()).map_err(|e| {
+    let body: LockBody = rmq_common::json::from_slice(req.body.as_deref().unwrap_or_default())
+        .map_err(|e| {
             Refusal::new(
                 ResponseCode::SystemError,
                 format!("lock body is not valid: {e}"),

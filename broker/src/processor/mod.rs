@@ -3,12 +3,15 @@
 
 pub mod admin;
 pub mod client;
+pub mod groups;
 pub mod lock;
 pub mod offsets;
 pub mod pull;
 pub mod query;
+pub mod runtime;
 pub mod send;
 pub mod send_back;
+pub mod stats;
 pub mod transaction;
 
 use std::collections::HashMap;
@@ -180,6 +183,18 @@ async fn dispatch(
         | RequestCode::GetAllTopicConfig
         | RequestCode::GetBrokerConfig => admin::handle(ctx, code, req),
         RequestCode::DeleteExpiredCommitlog => admin::delete_expired(ctx).await,
+        RequestCode::DeleteTopicInBroker => admin::delete_topic(ctx, req).await,
+        RequestCode::CleanExpiredConsumequeue => admin::clean_expired_cq(ctx).await,
+        RequestCode::GetBrokerRuntimeInfo => runtime::runtime_info(ctx).await,
+        RequestCode::UpdateBrokerConfig => runtime::update_config(req),
+        RequestCode::GetTopicStatsInfo
+        | RequestCode::GetConsumeStats
+        | RequestCode::QueryTopicConsumeByWho => stats::handle(ctx, code, req).await,
+        RequestCode::UpdateAndCreateSubscriptionGroup
+        | RequestCode::DeleteSubscriptionGroup
+        | RequestCode::GetConsumerConnectionList
+        | RequestCode::GetProducerConnectionList
+        | RequestCode::InvokeBrokerToResetOffset => groups::handle(ctx, code, req).await,
         RequestCode::LockBatchMq | RequestCode::UnlockBatchMq => lock::handle(ctx, code, req),
         RequestCode::GetKvConfig => Ok(RemotingCommand::response(
             ResponseCode::QueryNotFound,
@@ -191,9 +206,12 @@ async fn dispatch(
 }
 
 fn unsupported(code: i32) -> RemotingCommand {
+    let name = RequestCode::from_i32(code).map_or("", |c| c.name());
     RemotingCommand::response(
         ResponseCode::RequestCodeNotSupported,
-        Some(format!("request code {code} is not supported")),
+        Some(format!(
+            "request code {code} {name} is not supported by this broker"
+        )),
     )
 }
 

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::{blocking, Handled, Refusal};
 use crate::context::BrokerContext;
 use crate::meta::PERM_READ;
-use crate::store::{GetMessageResult, GetStatus, TagFilter};
+use crate::store::{GetMessageResult, GetStatus, SubscriptionFilter, TagFilter};
 
 /// Handles a pull. `conn_gone` gives a token cancelled once the request's
 /// connection has closed; a held pull ends then, as nobody is left to answer.
@@ -97,7 +97,7 @@ async fn get(
     h: &PullMessageRequestHeader,
     max_count: usize,
     max_bytes: usize,
-    filter: &TagFilter,
+    filter: &SubscriptionFilter,
 ) -> Result<GetMessageResult, Refusal> {
     let store = Arc::clone(&ctx.store);
     let (group, topic, queue_id, offset, filter) = (
@@ -120,17 +120,13 @@ async fn get(
 fn subscription_filter(
     ctx: &BrokerContext,
     h: &PullMessageRequestHeader,
-) -> Result<TagFilter, Refusal> {
-    if let Some(expr_type) = h.expression_type.as_deref() {
-        if !expr_type.eq_ignore_ascii_case("TAG") {
-            return Err(Refusal::new(
-                ResponseCode::SubscriptionParseFailed,
-                format!("expression type {expr_type} is not supported; use TAG"),
-            ));
-        }
-    }
+) -> Result<SubscriptionFilter, Refusal> {
     if pull_sys_flag::has_subscription(h.sys_flag) {
-        return Ok(TagFilter::parse(h.subscription.as_deref().unwrap_or("*")));
+        return build_filter(
+            ctx,
+            h.expression_type.as_deref(),
+            h.subscription.as_deref().unwrap_or("*"),
+        );
     }
     match ctx.clients.subscription(&h.consumer_group, &h.topic) {
         None | Some(None) => Err(Refusal::new(
@@ -147,9 +143,58 @@ fn subscription_filter(
                 sub.sub_version, h.sub_version
             ),
         )),
-        Some(Some(sub)) if !sub.code_set.is_empty() => Ok(TagFilter::from_codes(sub.code_set)),
-        Some(Some(sub)) => Ok(TagFilter::parse(&sub.sub_string)),
+        Some(Some(sub)) if is_tag_type(sub.expression_type.as_deref()) => {
+            Ok(SubscriptionFilter::Tag(if sub.code_set.is_empty() {
+                TagFilter::parse(&sub.sub_string)
+            } else {
+                TagFilter::from_codes(sub.code_set)
+            }))
+        }
+        Some(Some(sub)) => build_filter(ctx, sub.expression_type.as_deref(), &sub.sub_string),
     }
+}
+
+/// RocketMQ's `ExpressionType.isTagType`: absent, empty or `TAG`.
+pub fn is_tag_type(expression_type: Option<&str>) -> bool {
+    expression_type.is_none_or(|t| t.is_empty() || t.eq_ignore_ascii_case("TAG"))
+}
+
+/// Compiles a subscription expression as the pull path and
+/// CHECK_CLIENT_CONFIG do: TAG always; SQL92 only with
+/// `enablePropertyFilter` (else SYSTEM_ERROR with Java's remark), and a bad
+/// expression answers SUBSCRIPTION_PARSE_FAILED with the parse error.
+pub fn build_filter(
+    ctx: &BrokerContext,
+    expression_type: Option<&str>,
+    expression: &str,
+) -> Result<SubscriptionFilter, Refusal> {
+    if is_tag_type(expression_type) {
+        return Ok(SubscriptionFilter::Tag(TagFilter::parse(expression)));
+    }
+    let kind = expression_type.unwrap_or_default();
+    if !kind.eq_ignore_ascii_case("SQL92") {
+        return Err(Refusal::new(
+            ResponseCode::SubscriptionParseFailed,
+            format!("expression type {kind} is not supported; use TAG or SQL92"),
+        ));
+    }
+    if !ctx.settings.broker.enable_property_filter {
+        return Err(Refusal::new(
+            ResponseCode::SystemError,
+            format!(
+                "The broker does not support consumer to filter message by {kind} \
+                 (set enablePropertyFilter=true)"
+            ),
+        ));
+    }
+    rmq_common::sql92::Sql92Filter::parse(expression)
+        .map(|f| SubscriptionFilter::Sql92(Arc::new(f)))
+        .map_err(|e| {
+            Refusal::new(
+                ResponseCode::SubscriptionParseFailed,
+                format!("SQL92 expression {expression:?} does not parse: {e}"),
+            )
+        })
 }
 
 /// RocketMQ's mapping from store status to response code.

@@ -300,7 +300,7 @@ impl Producer {
         if resp.code != ResponseCode::Success.code() {
             return Err(super::refused(&resp));
         }
-        serde_json::from_slice(resp.body.as_deref().unwrap_or_default())
+        rmq_common::json::from_slice(resp.body.as_deref().unwrap_or_default())
             .map_err(|e| SdkError::BadAnswer(format!("route of {topic}: {e}")))
     }
 

@@ -1,9 +1,11 @@
 //! Which messages a pull returns.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use rmq_common::message::java_string_hash;
 use rmq_common::message::record::RecordView;
+use rmq_common::sql92::Sql92Filter;
 
 /// Decides per consume-queue unit (by tagsCode) and per record.
 pub trait MessageFilter: Send + Sync {
@@ -54,6 +56,37 @@ impl TagFilter {
 impl MessageFilter for TagFilter {
     fn matches_tags_code(&self, tags_code: i64) -> bool {
         self.codes.as_ref().is_none_or(|c| c.contains(&tags_code))
+    }
+}
+
+/// A consumer's subscription: tags matched on the consume queue's tagsCode,
+/// or an SQL92 expression over the message's properties. Neither backend
+/// keeps a property bitmap in its units (RocketMQ's optional bloom filter),
+/// so every unit may match an SQL92 filter and the record decides.
+#[derive(Debug, Clone)]
+pub enum SubscriptionFilter {
+    /// `*` or `TagA || TagB`.
+    Tag(TagFilter),
+    /// An SQL92 expression (`enablePropertyFilter`).
+    Sql92(Arc<Sql92Filter>),
+}
+
+impl MessageFilter for SubscriptionFilter {
+    fn matches_tags_code(&self, tags_code: i64) -> bool {
+        match self {
+            Self::Tag(t) => t.matches_tags_code(tags_code),
+            Self::Sql92(_) => true,
+        }
+    }
+
+    fn matches_record(&self, record: &RecordView<'_>) -> bool {
+        match self {
+            Self::Tag(_) => true,
+            Self::Sql92(f) => {
+                let props = record.properties();
+                f.matches(&|name| props.get(name))
+            }
+        }
     }
 }
 

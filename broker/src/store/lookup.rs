@@ -65,6 +65,24 @@ impl MessageStore {
             .and_then(|u| CommitLogTimes(&self.commit_log).store_time(u.phy_offset, u.size)))
     }
 
+    /// Store time of the message at `offset` of a queue, if it is there
+    /// (the admin answers' "last updated" and "last consumed" times).
+    pub fn message_store_time(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        if offset < self.cq.min_offset(topic, queue_id)? {
+            return Ok(None);
+        }
+        let mut units = Vec::new();
+        self.cq.get(topic, queue_id, offset, 1, &mut units)?;
+        Ok(units
+            .first()
+            .and_then(|u| CommitLogTimes(&self.commit_log).store_time(u.phy_offset, u.size)))
+    }
+
     /// The whole record starting at a CommitLog offset, checked to be one.
     pub fn record_at(&self, phy_offset: i64) -> Option<Selected> {
         let head = self.commit_log.select(phy_offset, 4)?;

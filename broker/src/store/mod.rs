@@ -16,7 +16,7 @@ mod services;
 
 pub use arrival::{MessageArrivalListener, QueueWaiters};
 pub use factory::open_consume_queue_store;
-pub use filter::{MessageFilter, TagFilter};
+pub use filter::{MessageFilter, SubscriptionFilter, TagFilter};
 pub use get::{GetMessageResult, GetStatus};
 pub use open::StartupReport;
 pub use put::{PutMessageResult, PutStatus};
@@ -135,6 +135,39 @@ impl MessageStore {
     /// because the disk is past `diskSpaceWarningLevelRatio`.
     pub fn check_disk(&self) -> bool {
         self.cleaner.check_disk()
+    }
+
+    /// Removes a topic's consume queues (files or RocksDB keys) and its
+    /// next queue offsets, so a topic created again under the name starts
+    /// at 0 (DELETE_TOPIC_IN_BROKER). Its records stay in the CommitLog
+    /// until retention removes them, as in RocketMQ.
+    pub fn delete_topic(&self, topic: &str) -> Result<(), rmq_store_file::StoreError> {
+        self.cq.delete_topic(topic)?;
+        self.commit_log.remove_topic_offsets(topic);
+        Ok(())
+    }
+
+    /// CLEAN_EXPIRED_CONSUMEQUEUE: drops the consume queues of topics
+    /// `keep` says no longer exist, then moves every queue's min offset up
+    /// to the CommitLog's; returns the topics dropped.
+    pub fn clean_unused_topics(
+        &self,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<Vec<String>, rmq_store_file::StoreError> {
+        let mut gone: Vec<String> = self
+            .cq
+            .queues()?
+            .into_iter()
+            .map(|q| q.topic)
+            .filter(|t| !keep(t))
+            .collect();
+        gone.sort();
+        gone.dedup();
+        for topic in &gone {
+            self.delete_topic(topic)?;
+        }
+        self.cq.correct_min_offset(self.commit_log.min_offset())?;
+        Ok(gone)
     }
 
     /// Lowest CommitLog offset still stored.

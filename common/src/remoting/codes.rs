@@ -97,6 +97,21 @@ wire_codes! {
         SendMessageV2 = 310 => "SEND_MESSAGE_V2",
         SendBatchMessage = 320 => "SEND_BATCH_MESSAGE",
         DeleteExpiredCommitlog = 329 => "DELETE_EXPIRED_COMMITLOG",
+        UpdateBrokerConfig = 25 => "UPDATE_BROKER_CONFIG",
+        GetBrokerRuntimeInfo = 28 => "GET_BROKER_RUNTIME_INFO",
+        UpdateAndCreateSubscriptionGroup = 200 => "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP",
+        GetTopicStatsInfo = 202 => "GET_TOPIC_STATS_INFO",
+        GetConsumerConnectionList = 203 => "GET_CONSUMER_CONNECTION_LIST",
+        GetProducerConnectionList = 204 => "GET_PRODUCER_CONNECTION_LIST",
+        GetAllTopicListFromNameserver = 206 => "GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
+        DeleteSubscriptionGroup = 207 => "DELETE_SUBSCRIPTIONGROUP",
+        GetConsumeStats = 208 => "GET_CONSUME_STATS",
+        DeleteTopicInBroker = 215 => "DELETE_TOPIC_IN_BROKER",
+        DeleteTopicInNamesrv = 216 => "DELETE_TOPIC_IN_NAMESRV",
+        ResetConsumerClientOffset = 220 => "RESET_CONSUMER_CLIENT_OFFSET",
+        InvokeBrokerToResetOffset = 222 => "INVOKE_BROKER_TO_RESET_OFFSET",
+        QueryTopicConsumeByWho = 300 => "QUERY_TOPIC_CONSUME_BY_WHO",
+        CleanExpiredConsumequeue = 306 => "CLEAN_EXPIRED_CONSUMEQUEUE",
     }
 }
 
@@ -173,6 +188,21 @@ mod tests {
             (RequestCode::GetBrokerClusterInfo, 106),
             (RequestCode::SendMessageV2, 310),
             (RequestCode::SendBatchMessage, 320),
+            (RequestCode::UpdateBrokerConfig, 25),
+            (RequestCode::GetBrokerRuntimeInfo, 28),
+            (RequestCode::UpdateAndCreateSubscriptionGroup, 200),
+            (RequestCode::GetTopicStatsInfo, 202),
+            (RequestCode::GetConsumerConnectionList, 203),
+            (RequestCode::GetProducerConnectionList, 204),
+            (RequestCode::GetAllTopicListFromNameserver, 206),
+            (RequestCode::DeleteSubscriptionGroup, 207),
+            (RequestCode::GetConsumeStats, 208),
+            (RequestCode::DeleteTopicInBroker, 215),
+            (RequestCode::DeleteTopicInNamesrv, 216),
+            (RequestCode::ResetConsumerClientOffset, 220),
+            (RequestCode::InvokeBrokerToResetOffset, 222),
+            (RequestCode::QueryTopicConsumeByWho, 300),
+            (RequestCode::CleanExpiredConsumequeue, 306),
         ];
         assert_eq!(expected.len(), RequestCode::ALL.len());
         for &(code, value) in expected {

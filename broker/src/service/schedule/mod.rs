@@ -14,7 +14,7 @@
 //! with a manual clock); [`ScheduleService`] runs it on one thread per level.
 
 mod deliver;
-mod offsets;
+pub(crate) mod offsets;
 mod runner;
 
 pub use deliver::{restore, DeliverySink, Undeliverable};

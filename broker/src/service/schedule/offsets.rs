@@ -10,10 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::meta::{read_json, write_json};
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// `config/delayOffset.json`.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-struct DelayOffsetFile {
-    offset_table: BTreeMap<i32, i64>,
+pub(crate) struct DelayOffsetFile {
+    pub(crate) offset_table: BTreeMap<i32, i64>,
 }
 
 /// The next schedule-queue offset to deliver, per level.

@@ -1,0 +1,162 @@
+//! GET_BROKER_RUNTIME_INFO (mqadmin brokerStatus, clusterList) and
+//! UPDATE_BROKER_CONFIG (mqadmin updateBrokerConfig).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use rmq_common::remoting::{RemotingCommand, ResponseCode};
+
+use super::{blocking, success, Handled, Refusal};
+use crate::context::BrokerContext;
+use crate::store::clean::{DiskUsage, FsDiskUsage};
+
+/// The version this broker speaks and reports (Java's `MQVersion` ordinal
+/// and name of 4.9.8).
+pub const BROKER_VERSION: i32 = 409;
+/// [`BROKER_VERSION`]'s name.
+pub const BROKER_VERSION_DESC: &str = "V4_9_8";
+
+/// GET_BROKER_RUNTIME_INFO: the `KVTable` of Java's broker, with the keys
+/// mqadmin brokerStatus and clusterList print, from this broker's own state.
+/// Thread-pool keys are 0: requests are not queued in Java's pools here.
+pub async fn runtime_info(ctx: &Arc<BrokerContext>) -> Handled {
+    let ctx = Arc::clone(ctx);
+    let table = blocking(move || table(&ctx)).await??;
+    let body = serde_json::to_vec(&serde_json::json!({ "table": table }))
+        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+    Ok(success().with_body(body))
+}
+
+fn table(ctx: &BrokerContext) -> Result<BTreeMap<&'static str, String>, Refusal> {
+    let store = &ctx.store;
+    let totals = store.metrics().totals();
+    let put = totals.put_messages.load(Ordering::Relaxed);
+    let get = totals.get_messages.load(Ordering::Relaxed);
+    let marks = ctx.stats.day_marks();
+    let now = store.clock().now_ms();
+    let root = &ctx.settings.store.store_path_root_dir;
+    let disk_ratio = FsDiskUsage(root.clone()).used_ratio().unwrap_or(0.0);
+    let (total, free) = disk_space(root);
+    let earliest = store
+        .record_at(store.min_phy_offset())
+        .and_then(|s| {
+            rmq_common::message::record::RecordView::parse(s.bytes(), false)
+                .ok()
+                .map(|v| v.store_timestamp())
+        })
+        .unwrap_or(0);
+    let put_times = totals.put_times.load(Ordering::Relaxed);
+    let mut t = BTreeMap::new();
+    let mut set = |k: &'static str, v: String| {
+        t.insert(k, v);
+    };
+    set("brokerVersionDesc", BROKER_VERSION_DESC.into());
+    set("brokerVersion", BROKER_VERSION.to_string());
+    set(
+        "msgPutTotalYesterdayMorning",
+        marks.put_yesterday_morning.to_string(),
+    );
+    set(
+        "msgPutTotalTodayMorning",
+        marks.put_today_morning.to_string(),
+    );
+    set("msgPutTotalTodayNow", put.to_string());
+    set(
+        "msgGetTotalYesterdayMorning",
+        marks.get_yesterday_morning.to_string(),
+    );
+    set(
+        "msgGetTotalTodayMorning",
+        marks.get_today_morning.to_string(),
+    );
+    set("msgGetTotalTodayNow", get.to_string());
+    for k in [
+        "sendThreadPoolQueueSize",
+        "pullThreadPoolQueueSize",
+        "queryThreadPoolQueueSize",
+        "EndTransactionQueueSize",
+        "sendThreadPoolQueueHeadWaitTimeMills",
+        "pullThreadPoolQueueHeadWaitTimeMills",
+        "queryThreadPoolQueueHeadWaitTimeMills",
+        "pageCacheLockTimeMills",
+        "putMessageFailedTimes",
+    ] {
+        set(k, "0".into());
+    }
+    set(
+        "dispatchBehindBytes",
+        store.dispatch_behind_bytes().to_string(),
+    );
+    set("earliestMessageTimeStamp", earliest.to_string());
+    set("startAcceptSendRequestTimeStamp", "0".into());
+    set("bootTimestamp", ctx.boot_ms.to_string());
+    set("runtime", runtime_text(now - ctx.boot_ms));
+    set("putMessageTimesTotal", put_times.to_string());
+    set("putTps", ctx.stats.tps_text(true));
+    set("getTransferedTps", ctx.stats.tps_text(false));
+    set("getTotalTps", ctx.stats.tps_text(false));
+    set("commitLogDiskRatio", format!("{disk_ratio}"));
+    set(
+        "commitLogDirCapacity",
+        format!("Total : {total}, Free : {free}."),
+    );
+    set("commitLogMinOffset", store.min_phy_offset().to_string());
+    set("commitLogMaxOffset", store.max_phy_offset().to_string());
+    set(
+        "remainHowManyDataToFlush",
+        (store.max_phy_offset() - store.commit_log().flushed_offset())
+            .max(0)
+            .to_string(),
+    );
+    Ok(t)
+}
+
+/// Java's `[ d days, h hours, m minutes, s seconds ]`.
+fn runtime_text(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    format!(
+        "[ {} days, {} hours, {} minutes, {} seconds ]",
+        s / 86_400,
+        s % 86_400 / 3_600,
+        s % 3_600 / 60,
+        s % 60
+    )
+}
+
+/// Total and free bytes of the file system under `path`, in Java's
+/// human form (`12.5 GiB`).
+fn disk_space(path: &std::path::Path) -> (String, String) {
+    match fs4::available_space(path)
+        .ok()
+        .zip(fs4::total_space(path).ok())
+    {
+        Some((free, total)) => (human(total), human(free)),
+        None => ("0".into(), "0".into()),
+    }
+}
+
+fn human(bytes: u64) -> String {
+    let gib = bytes as f64 / (1u64 << 30) as f64;
+    format!("{gib:.1} GiB")
+}
+
+/// UPDATE_BROKER_CONFIG: this broker reads its settings once at start, so
+/// no key can change at runtime yet; the answer names each key and says
+/// where to set it instead.
+pub fn update_config(req: &RemotingCommand) -> Handled {
+    let text = String::from_utf8_lossy(req.body.as_deref().unwrap_or_default()).into_owned();
+    let keys: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k.trim()))
+        .filter(|k| !k.is_empty() && !k.starts_with('#'))
+        .collect();
+    Err(Refusal::new(
+        ResponseCode::SystemError,
+        format!(
+            "updateBrokerConfig is not supported: this broker reads its settings once at \
+             start, so {keys:?} cannot change at runtime; set them in broker.conf (or with \
+             --set) and restart"
+        ),
+    ))
+}
