@@ -128,6 +128,7 @@ fn number_int(n: &serde_json::Number) -> Result<Int, JsonError> {
     }
 }
 
+/// What a value is, for messages ("a string", "an object", ...).
 pub(crate) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",

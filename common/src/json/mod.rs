@@ -18,6 +18,8 @@ pub mod write;
 
 use serde::de::DeserializeOwned;
 
+pub(crate) use de::kind;
+
 /// Why a JSON body was refused: where (a field path such as
 /// `consumerDataSet[0].subVersion`, or a byte position) and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use super::command::{RemotingCommand, SerializeType};
 use super::error::RemotingError;
 use super::language::LanguageCode;
+use crate::json::kind;
 
 /// The header as written: keys in fastjson's (alphabetical) order, `remark`
 /// and an empty `extFields` left out as Java leaves out nulls.
@@ -145,17 +146,6 @@ fn int_field(obj: &Map<String, Value>, field: &'static str) -> Result<Option<i32
             .map(Some)
             .map_err(|e| invalid(format!("{s:?} is not a 32-bit integer: {e}"))),
         Some(other) => Err(invalid(format!("expected an integer, got {}", kind(other)))),
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
