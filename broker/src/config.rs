@@ -336,8 +336,14 @@ fn to_object<T: Serialize>(v: &T) -> Result<Object, ConfigError> {
 }
 
 fn from_object<T: for<'de> Deserialize<'de>>(o: Object) -> Result<T, ConfigError> {
-    serde_json::from_value(Value::Object(o))
-        .map_err(|e| ConfigError::new("(config)", e.to_string()))
+    rmq_common::json::from_value(Value::Object(o)).map_err(|e| {
+        let key = e.path();
+        if key.is_empty() {
+            ConfigError::new("(config)", e.reason())
+        } else {
+            ConfigError::new(key, e.reason().to_owned())
+        }
+    })
 }
 
 fn find_key(obj: &Object, lower: &str) -> Option<String> {
@@ -355,7 +361,13 @@ fn coerce(default: &Value, value: &str) -> Option<Value> {
             "false" | "0" => Some(Value::Bool(false)),
             _ => None,
         },
-        Value::Number(n) if n.is_u64() => v.parse::<u64>().ok().map(Value::from),
+        // A default of 0 or more does not make a key unsigned
+        // (`metricsPort=-1`); the field's own type decides, in `from_object`.
+        Value::Number(n) if n.is_u64() => v
+            .parse::<u64>()
+            .ok()
+            .map(Value::from)
+            .or_else(|| v.parse::<i64>().ok().map(Value::from)),
         Value::Number(n) if n.is_i64() => v.parse::<i64>().ok().map(Value::from),
         Value::Number(_) => v.parse::<f64>().ok().map(Value::from),
         _ => Some(Value::String(value.to_owned())),
@@ -372,6 +384,16 @@ mod tests {
         p.iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn negative_values_for_signed_keys_and_named_range_errors() {
+        let s = Settings::from_pairs(pairs(&[("metricsPort", "-1"), ("namesrvListenPort", "-1")]))
+            .unwrap();
+        assert_eq!(s.broker.metrics_port, -1);
+        assert_eq!(s.broker.namesrv_listen_port, -1);
+        let e = Settings::from_pairs(pairs(&[("listenPort", "-1")])).unwrap_err();
+        assert!(e.to_string().contains("listenPort"), "{e}");
     }
 
     #[test]
