@@ -15,7 +15,9 @@ use rmq_common::message::MessageToStore;
 use rmq_common::time::{Clock, SystemClock};
 use rmq_common::StoreConfig;
 
+pub mod child;
 pub mod cluster;
+pub mod java;
 
 /// Longest a test waits for reput to dispatch what was appended.
 pub const DISPATCH_TIMEOUT: Duration = Duration::from_secs(60);

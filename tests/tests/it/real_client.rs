@@ -7,7 +7,6 @@
 //! client's.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rmq_broker::broker::Broker;
@@ -17,8 +16,6 @@ use rmq_tests::broker_settings;
 /// Longest one phase of the script may run before it is killed (the script
 /// bounds itself at 180 s and reports; this is the backstop).
 const PHASE_TIMEOUT: Duration = Duration::from_secs(240);
-/// How often the test looks whether the script has exited.
-const CHILD_POLL: Duration = Duration::from_millis(50);
 /// Longest `node --version` may take.
 const NODE_PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest a broker shutdown may take once the client has left. ali-ons
@@ -32,64 +29,22 @@ fn node_dir() -> PathBuf {
 }
 
 /// What one run of the script left.
-struct Outcome {
-    status: Option<std::process::ExitStatus>,
-    elapsed: Duration,
-    stdout: String,
-    stderr: String,
-}
-
-impl Outcome {
-    fn report(&self, what: &str) -> String {
-        let status = match self.status {
-            Some(s) => format!("exited with {s}"),
-            None => format!("was killed after {PHASE_TIMEOUT:?} (timeout)"),
-        };
-        format!(
-            "{what} {status} after {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.elapsed, self.stdout, self.stderr
-        )
-    }
-
-    fn succeeded(&self) -> bool {
-        self.status.is_some_and(|s| s.success())
-    }
-}
+type Outcome = rmq_tests::child::ChildRun;
 
 /// Runs `node <args>` in `tests/node`, output to files under `out_dir`,
 /// killed after `timeout`. Blocking: call it from `spawn_blocking`.
 fn run_node(args: &[String], out_dir: &Path, tag: &str, timeout: Duration) -> Outcome {
-    let out_path = out_dir.join(format!("{tag}.stdout"));
-    let err_path = out_dir.join(format!("{tag}.stderr"));
-    let started = Instant::now();
-    let spawned = Command::new("node")
-        .args(args)
-        .current_dir(node_dir())
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out_path).unwrap())
-        .stderr(std::fs::File::create(&err_path).unwrap())
-        .spawn();
-    let mut child = match spawned {
-        Ok(c) => c,
-        Err(e) => panic!("cannot start `node`: {e}; {SETUP_HINT}"),
-    };
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break Some(s);
-        }
-        if started.elapsed() >= timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(CHILD_POLL);
-    };
-    Outcome {
-        status,
-        elapsed: started.elapsed(),
-        stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
-        stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
+    rmq_tests::child::Child {
+        program: "node",
+        args,
+        cwd: &node_dir(),
+        env: &[],
+        out_dir,
+        tag,
+        timeout,
+        setup_hint: SETUP_HINT,
     }
+    .run()
 }
 
 /// Fails (never skips) when node or the pinned client is missing.

@@ -1,0 +1,106 @@
+//! Runs the stock Java client and tools (jars fetched by Maven into
+//! `tests/java/target/dependency`, the suite's own classes in
+//! `tests/java/target/classes`) as child processes, bounded in time, with
+//! their output kept in files.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Longest `java -version` may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What `scripts/setup.sh` does to make the jars exist.
+pub const SETUP_HINT: &str = "run scripts/setup.sh (it installs a JDK and Maven if missing and \
+     builds tests/java with `mvn package dependency:copy-dependencies`)";
+
+/// `tests/java`.
+pub fn java_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("java")
+}
+
+/// The classpath: the suite's classes and every fetched jar.
+pub fn classpath() -> String {
+    let target = java_dir().join("target");
+    format!(
+        "{}:{}/*",
+        target.join("classes").display(),
+        target.join("dependency").display()
+    )
+}
+
+/// One finished (or killed) run.
+pub type JavaRun = crate::child::ChildRun;
+
+/// Fails (never skips) when Java or the jars are missing.
+pub fn require_java_and_jars() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let probe = run_blocking(&["-version".to_owned()], dir.path(), PROBE_TIMEOUT);
+    assert!(
+        probe.succeeded(),
+        "`java -version` failed; {SETUP_HINT}\n{}",
+        probe.report("java -version")
+    );
+    let deps = java_dir().join("target").join("dependency");
+    let has_client = std::fs::read_dir(&deps).is_ok_and(|d| {
+        d.filter_map(Result::ok).any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("rocketmq-tools")
+        })
+    });
+    assert!(
+        has_client,
+        "{} has no rocketmq jars; {SETUP_HINT}",
+        deps.display()
+    );
+}
+
+/// JVM options every run gets: small and quick to start, the client's
+/// logs under `home`, and the module openings the 4.9 client needs on
+/// Java 17.
+fn jvm_options(home: &Path) -> Vec<String> {
+    vec![
+        "-Xmx256m".into(),
+        "-XX:TieredStopAtLevel=1".into(),
+        "-XX:+UseSerialGC".into(),
+        "--add-opens=java.base/java.nio=ALL-UNNAMED".into(),
+        "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED".into(),
+        "--add-opens=java.base/java.lang=ALL-UNNAMED".into(),
+        format!("-Drocketmq.client.logRoot={}", home.join("logs").display()),
+        "-Drocketmq.client.logLevel=WARN".into(),
+        format!("-Duser.home={}", home.display()),
+        format!("-Drocketmq.home.dir={}", home.display()),
+    ]
+}
+
+/// Runs `java <jvm options> -cp <classpath> main args...` in `home`
+/// (also its `ROCKETMQ_HOME`), killed after `timeout`.
+pub async fn run_main(main: &str, args: &[String], home: &Path, timeout: Duration) -> JavaRun {
+    let mut all = jvm_options(home);
+    all.push("-cp".into());
+    all.push(classpath());
+    all.push(main.to_owned());
+    all.extend(args.iter().cloned());
+    let home = home.to_path_buf();
+    tokio::task::spawn_blocking(move || run_blocking(&all, &home, timeout))
+        .await
+        .expect("java runner task")
+}
+
+/// Runs `java args...` in `home`; blocking.
+pub fn run_blocking(args: &[String], home: &Path, timeout: Duration) -> JavaRun {
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    crate::child::Child {
+        program: "java",
+        args,
+        cwd: home,
+        env: &[("ROCKETMQ_HOME", home)],
+        out_dir: home,
+        tag: &format!("java-{n}"),
+        timeout,
+        setup_hint: SETUP_HINT,
+    }
+    .run()
+}
+
+static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

@@ -1,0 +1,178 @@
+//! The stock RocketMQ Java client (`rocketmq-client` 4.9.8) against the
+//! broker: `tests/java` (`rmqcheck.ClientSuite`) runs one scenario per JVM
+//! against an in-process broker with its embedded NameServer, one broker and
+//! store per test so the tests run in parallel.
+//!
+//! Scenarios: `send` (sync, async, oneway, batch; read back exactly),
+//! `orderly` (selector by order id, MessageListenerOrderly with queue locks),
+//! `tags`, `sql92` (broker-side property filter), `litepull` (subscribe, and
+//! assign + seek), `broadcast`, `delay`, `dlq`, `transaction` (commit,
+//! rollback, unknown then checked back) and `resume` (offsets committed at a
+//! clean client shutdown survive a broker restart: no redelivery).
+//!
+//! Needs a JDK 17 and the suite built by `scripts/setup.sh`
+//! (`mvn -f tests/java/pom.xml package dependency:copy-dependencies`); runs
+//! through [`rmq_tests::java`]. `RUST_LOG=debug` shows the broker's logs;
+//! the client's own log is in the test's temp folder, named in a failure's
+//! report.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rmq_broker::broker::Broker;
+use rmq_broker::config::Settings;
+use rmq_common::config::CqBackend;
+use rmq_tests::broker_settings;
+use rmq_tests::java::{self, JavaRun};
+
+/// The JVM's own deadline for one scenario run (`--timeout-ms`): past it
+/// the suite prints its threads and halts.
+const SCENARIO_DEADLINE: Duration = Duration::from_secs(60);
+/// Backstop: a run still alive this long is killed (JVM start-up included).
+const RUN_TIMEOUT: Duration = Duration::from_secs(90);
+/// Longest a broker shutdown may take once the client has left.
+const SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
+
+/// Delay levels for `delay` and `dlq`: level 2 (the delayed send) is 2 s;
+/// retries use levels 3 and 4 (3 + reconsumeTimes), 2 s each. Levels may not
+/// decrease.
+const DELAY_LEVELS: &str = "1s 2s 2s 2s 2s 2s";
+/// Level 2 of [`DELAY_LEVELS`], handed to the suite as `--delay-ms`.
+const DELAY_LEVEL_2_MS: u64 = 2_000;
+/// Transaction check walk interval and half-message age before a check-back,
+/// so the `UNKNOW` half is checked about 1-2 s after its send.
+const TRANSACTION_CHECK_MS: u64 = 1_000;
+
+const SUITE_MAIN: &str = "rmqcheck.ClientSuite";
+
+/// Fails (never skips) when Java, the jars or the suite's classes are missing.
+fn require_suite() {
+    java::require_java_and_jars();
+    let main = java::java_dir().join("target/classes/rmqcheck/ClientSuite.class");
+    assert!(
+        main.is_file(),
+        "{} is missing; {}",
+        main.display(),
+        java::SETUP_HINT
+    );
+}
+
+/// Runs one scenario (one phase) in its own JVM against `namesrv`; the
+/// client's logs go to `home/logs`.
+async fn run_scenario(
+    namesrv: std::net::SocketAddr,
+    scenario: &str,
+    phase: u32,
+    prefix: &str,
+    home: &Path,
+) -> JavaRun {
+    assert!(namesrv.ip().is_loopback(), "NameServer on {namesrv}");
+    let args: Vec<String> = [
+        "--namesrv",
+        &namesrv.to_string(),
+        "--scenario",
+        scenario,
+        "--phase",
+        &phase.to_string(),
+        "--topic-prefix",
+        prefix,
+        "--delay-ms",
+        &DELAY_LEVEL_2_MS.to_string(),
+        "--timeout-ms",
+        &SCENARIO_DEADLINE.as_millis().to_string(),
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    java::run_main(SUITE_MAIN, &args, home, RUN_TIMEOUT).await
+}
+
+/// The broker settings a scenario needs on top of the test defaults.
+fn settings_for(scenario: &str, root: &Path, backend: CqBackend) -> Settings {
+    let mut s = broker_settings(root, backend);
+    match scenario {
+        "delay" | "dlq" => s.store.message_delay_level = DELAY_LEVELS.into(),
+        "transaction" => {
+            s.broker.transaction_check_interval_ms = TRANSACTION_CHECK_MS;
+            s.broker.transaction_time_out_ms = TRANSACTION_CHECK_MS;
+        }
+        "sql92" => s.broker.enable_property_filter = true,
+        _ => {}
+    }
+    s
+}
+
+/// Runs `scenario` against a fresh broker on `backend`; `resume` runs phase
+/// 1, restarts the broker on the same store, then runs phase 2.
+async fn java_scenario(scenario: &str, backend: CqBackend) {
+    if std::env::var_os("RUST_LOG").is_some() {
+        rmq_broker::logging::init();
+    }
+    require_suite();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    let home = dir.path().join("java");
+    std::fs::create_dir_all(&home).unwrap();
+    let prefix = format!("Java{backend}");
+    let phases = if scenario == "resume" { 2 } else { 1 };
+    let mut summary = String::new();
+    for phase in 1..=phases {
+        let broker = Broker::start(settings_for(scenario, &root, backend))
+            .await
+            .unwrap();
+        let ns = broker.namesrv_addr().expect("embedded NameServer");
+        let run = run_scenario(ns, scenario, phase, &prefix, &home).await;
+        let t = Instant::now();
+        broker.shutdown().await;
+        let shutdown = t.elapsed();
+        let what = format!(
+            "java {scenario} phase {phase} ({backend}; client log under {})",
+            home.join("logs").display()
+        );
+        assert!(run.succeeded(), "{}", run.report(&what));
+        assert!(
+            run.stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("PASS {scenario}"))),
+            "{}",
+            run.report(&format!("{what} printed no PASS line"))
+        );
+        assert!(
+            shutdown < SHUTDOWN_BOUND,
+            "broker shutdown after {what} took {shutdown:?} (bound {SHUTDOWN_BOUND:?})"
+        );
+        summary.push_str(&format!(
+            "phase {phase}: {:?}, broker shutdown {shutdown:?}\n{}",
+            run.elapsed, run.stdout
+        ));
+    }
+    eprintln!("java {scenario} {backend}:\n{summary}");
+}
+
+/// One test per scenario and backend, each with its own broker.
+macro_rules! java_scenarios {
+    ($($scenario:literal => $file:ident, $rocksdb:ident;)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $file() {
+            java_scenario($scenario, CqBackend::File).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $rocksdb() {
+            java_scenario($scenario, CqBackend::Rocksdb).await;
+        }
+    )*};
+}
+
+java_scenarios! {
+    "send" => java_send_file, java_send_rocksdb;
+    "orderly" => java_orderly_file, java_orderly_rocksdb;
+    "tags" => java_tags_file, java_tags_rocksdb;
+    "sql92" => java_sql92_file, java_sql92_rocksdb;
+    "litepull" => java_litepull_file, java_litepull_rocksdb;
+    "broadcast" => java_broadcast_file, java_broadcast_rocksdb;
+    "delay" => java_delay_file, java_delay_rocksdb;
+    "dlq" => java_dlq_file, java_dlq_rocksdb;
+    "transaction" => java_transaction_file, java_transaction_rocksdb;
+    "resume" => java_resume_file, java_resume_rocksdb;
+}
