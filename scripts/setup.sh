@@ -20,19 +20,26 @@ if [ ! -d tests/node/node_modules/ali-ons ]; then
     fi
     npm ci --prefix tests/node --no-audit --no-fund >/dev/null
 fi
-# The Java-client test drives the stock rocketmq-client 4.9.8 from
-# tests/java (Maven; its cache ~/.m2 is outside the repo, target/ is ignored).
-# Built when missing or older than a source.
-JAVA_MAIN=tests/java/target/classes/rmqcheck/ClientSuite.class
-if [ ! -d tests/java/target/dependency ] || [ ! -f "$JAVA_MAIN" ] ||
-    [ -n "$(find tests/java/pom.xml tests/java/src -newer "$JAVA_MAIN" 2>/dev/null | head -1)" ]; then
+# The Java-client and mqadmin tests drive the stock rocketmq-client and
+# rocketmq-tools from tests/java, built twice from the same sources: 4.9.8
+# into target/ and 5.3.3 into target-5/ (Maven's cache ~/.m2 is outside the
+# repo; both folders are ignored). Built when missing or older than a source.
+build_java_suite() { # <rocketmq version> <compat source dir> <out dir>
+    local main="tests/java/$3/classes/rmqcheck/ClientSuite.class"
+    if [ -d "tests/java/$3/dependency" ] && [ -f "$main" ] &&
+        [ -z "$(find tests/java/pom.xml tests/java/src -newer "$main" 2>/dev/null | head -1)" ]; then
+        return
+    fi
     if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
         SUDO=""
         [ "$(id -u)" -ne 0 ] && SUDO="sudo"
         $SUDO apt-get update -qq
         $SUDO apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null
     fi
-    mvn -q -B -f tests/java/pom.xml package dependency:copy-dependencies \
-        -DoutputDirectory=target/dependency -DskipTests
-    touch "$JAVA_MAIN"
-fi
+    mvn -q -B -f tests/java/pom.xml -Drocketmq.version="$1" -Drmqcheck.compat="$2" \
+        -Drmqcheck.out="$3" package dependency:copy-dependencies \
+        -DoutputDirectory="$3/dependency" -DskipTests
+    touch "$main"
+}
+build_java_suite 4.9.8 v4 target
+build_java_suite 5.3.3 v5 target-5

@@ -18,21 +18,41 @@ pub fn java_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("java")
 }
 
-/// The classpath: the suite's classes and every fetched jar.
-pub fn classpath() -> String {
-    let target = java_dir().join("target");
-    format!(
-        "{}:{}/*",
-        target.join("classes").display(),
-        target.join("dependency").display()
-    )
+/// Which stock client (and tools) a run uses: both are built from the same
+/// sources, each into its own folder under `tests/java`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Client {
+    /// rocketmq-client / rocketmq-tools 4.9.8 (`target/`).
+    V4,
+    /// rocketmq-client / rocketmq-tools 5.3.3, remoting protocol (`target-5/`).
+    V5,
+}
+
+impl Client {
+    /// The Maven build folder.
+    pub fn target(self) -> PathBuf {
+        java_dir().join(match self {
+            Client::V4 => "target",
+            Client::V5 => "target-5",
+        })
+    }
+
+    /// The classpath: the suite's classes and every fetched jar.
+    pub fn classpath(self) -> String {
+        let target = self.target();
+        format!(
+            "{}:{}/*",
+            target.join("classes").display(),
+            target.join("dependency").display()
+        )
+    }
 }
 
 /// One finished (or killed) run.
 pub type JavaRun = crate::child::ChildRun;
 
-/// Fails (never skips) when Java or the jars are missing.
-pub fn require_java_and_jars() {
+/// Fails (never skips) when Java or the client's jars are missing.
+pub fn require_java_and_jars(client: Client) {
     let dir = tempfile::tempdir().expect("temp dir");
     let probe = run_blocking(&["-version".to_owned()], dir.path(), PROBE_TIMEOUT);
     assert!(
@@ -40,7 +60,7 @@ pub fn require_java_and_jars() {
         "`java -version` failed; {SETUP_HINT}\n{}",
         probe.report("java -version")
     );
-    let deps = java_dir().join("target").join("dependency");
+    let deps = client.target().join("dependency");
     let has_client = std::fs::read_dir(&deps).is_ok_and(|d| {
         d.filter_map(Result::ok).any(|e| {
             e.file_name()
@@ -75,10 +95,16 @@ fn jvm_options(home: &Path) -> Vec<String> {
 
 /// Runs `java <jvm options> -cp <classpath> main args...` in `home`
 /// (also its `ROCKETMQ_HOME`), killed after `timeout`.
-pub async fn run_main(main: &str, args: &[String], home: &Path, timeout: Duration) -> JavaRun {
+pub async fn run_main(
+    client: Client,
+    main: &str,
+    args: &[String],
+    home: &Path,
+    timeout: Duration,
+) -> JavaRun {
     let mut all = jvm_options(home);
     all.push("-cp".into());
-    all.push(classpath());
+    all.push(client.classpath());
     all.push(main.to_owned());
     all.extend(args.iter().cloned());
     let home = home.to_path_buf();

@@ -162,7 +162,11 @@ async fn dispatch(
         RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
             send::handle(ctx, conn, req).await
         }
-        RequestCode::PullMessage => pull::handle(ctx, req, || gone.token(conn)).await,
+        // The 5.x client's DefaultLitePullConsumer pulls with its own code and
+        // the same header; Java's broker serves both with one processor.
+        RequestCode::PullMessage | RequestCode::LitePullMessage => {
+            pull::handle(ctx, req, || gone.token(conn)).await
+        }
         RequestCode::ConsumerSendMsgBack => send_back::handle(ctx, req).await,
         RequestCode::EndTransaction => transaction::handle(ctx, req).await,
         RequestCode::QueryConsumerOffset

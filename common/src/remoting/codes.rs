@@ -112,6 +112,7 @@ wire_codes! {
         InvokeBrokerToResetOffset = 222 => "INVOKE_BROKER_TO_RESET_OFFSET",
         QueryTopicConsumeByWho = 300 => "QUERY_TOPIC_CONSUME_BY_WHO",
         CleanExpiredConsumequeue = 306 => "CLEAN_EXPIRED_CONSUMEQUEUE",
+        LitePullMessage = 361 => "LITE_PULL_MESSAGE",
     }
 }
 
@@ -203,6 +204,7 @@ mod tests {
             (RequestCode::InvokeBrokerToResetOffset, 222),
             (RequestCode::QueryTopicConsumeByWho, 300),
             (RequestCode::CleanExpiredConsumequeue, 306),
+            (RequestCode::LitePullMessage, 361),
         ];
         assert_eq!(expected.len(), RequestCode::ALL.len());
         for &(code, value) in expected {

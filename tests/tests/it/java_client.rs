@@ -23,7 +23,7 @@ use rmq_broker::broker::Broker;
 use rmq_broker::config::Settings;
 use rmq_common::config::CqBackend;
 use rmq_tests::broker_settings;
-use rmq_tests::java::{self, JavaRun};
+use rmq_tests::java::{self, Client, JavaRun};
 
 /// The JVM's own deadline for one scenario run (`--timeout-ms`): past it
 /// the suite prints its threads and halts.
@@ -46,9 +46,9 @@ const TRANSACTION_CHECK_MS: u64 = 1_000;
 const SUITE_MAIN: &str = "rmqcheck.ClientSuite";
 
 /// Fails (never skips) when Java, the jars or the suite's classes are missing.
-fn require_suite() {
-    java::require_java_and_jars();
-    let main = java::java_dir().join("target/classes/rmqcheck/ClientSuite.class");
+fn require_suite(client: Client) {
+    java::require_java_and_jars(client);
+    let main = client.target().join("classes/rmqcheck/ClientSuite.class");
     assert!(
         main.is_file(),
         "{} is missing; {}",
@@ -60,6 +60,7 @@ fn require_suite() {
 /// Runs one scenario (one phase) in its own JVM against `namesrv`; the
 /// client's logs go to `home/logs`.
 async fn run_scenario(
+    client: Client,
     namesrv: std::net::SocketAddr,
     scenario: &str,
     phase: u32,
@@ -84,7 +85,7 @@ async fn run_scenario(
     .iter()
     .map(|s| (*s).to_owned())
     .collect();
-    java::run_main(SUITE_MAIN, &args, home, RUN_TIMEOUT).await
+    java::run_main(client, SUITE_MAIN, &args, home, RUN_TIMEOUT).await
 }
 
 /// The broker settings a scenario needs on top of the test defaults.
@@ -104,11 +105,11 @@ fn settings_for(scenario: &str, root: &Path, backend: CqBackend) -> Settings {
 
 /// Runs `scenario` against a fresh broker on `backend`; `resume` runs phase
 /// 1, restarts the broker on the same store, then runs phase 2.
-async fn java_scenario(scenario: &str, backend: CqBackend) {
+async fn java_scenario(client: Client, scenario: &str, backend: CqBackend) {
     if std::env::var_os("RUST_LOG").is_some() {
         rmq_broker::logging::init();
     }
-    require_suite();
+    require_suite(client);
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("store");
     let home = dir.path().join("java");
@@ -121,12 +122,12 @@ async fn java_scenario(scenario: &str, backend: CqBackend) {
             .await
             .unwrap();
         let ns = broker.namesrv_addr().expect("embedded NameServer");
-        let run = run_scenario(ns, scenario, phase, &prefix, &home).await;
+        let run = run_scenario(client, ns, scenario, phase, &prefix, &home).await;
         let t = Instant::now();
         broker.shutdown().await;
         let shutdown = t.elapsed();
         let what = format!(
-            "java {scenario} phase {phase} ({backend}; client log under {})",
+            "java {client:?} {scenario} phase {phase} ({backend}; client log under {})",
             home.join("logs").display()
         );
         assert!(run.succeeded(), "{}", run.report(&what));
@@ -146,33 +147,43 @@ async fn java_scenario(scenario: &str, backend: CqBackend) {
             run.elapsed, run.stdout
         ));
     }
-    eprintln!("java {scenario} {backend}:\n{summary}");
+    eprintln!("java {client:?} {scenario} {backend}:\n{summary}");
 }
 
-/// One test per scenario and backend, each with its own broker.
+/// One test per client, scenario and backend, each with its own broker.
 macro_rules! java_scenarios {
-    ($($scenario:literal => $file:ident, $rocksdb:ident;)*) => {$(
+    ($($client:ident $scenario:literal => $file:ident, $rocksdb:ident;)*) => {$(
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $file() {
-            java_scenario($scenario, CqBackend::File).await;
+            java_scenario(Client::$client, $scenario, CqBackend::File).await;
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $rocksdb() {
-            java_scenario($scenario, CqBackend::Rocksdb).await;
+            java_scenario(Client::$client, $scenario, CqBackend::Rocksdb).await;
         }
     )*};
 }
 
 java_scenarios! {
-    "send" => java_send_file, java_send_rocksdb;
-    "orderly" => java_orderly_file, java_orderly_rocksdb;
-    "tags" => java_tags_file, java_tags_rocksdb;
-    "sql92" => java_sql92_file, java_sql92_rocksdb;
-    "litepull" => java_litepull_file, java_litepull_rocksdb;
-    "broadcast" => java_broadcast_file, java_broadcast_rocksdb;
-    "delay" => java_delay_file, java_delay_rocksdb;
-    "dlq" => java_dlq_file, java_dlq_rocksdb;
-    "transaction" => java_transaction_file, java_transaction_rocksdb;
-    "resume" => java_resume_file, java_resume_rocksdb;
+    V4 "send" => java_send_file, java_send_rocksdb;
+    V4 "orderly" => java_orderly_file, java_orderly_rocksdb;
+    V4 "tags" => java_tags_file, java_tags_rocksdb;
+    V4 "sql92" => java_sql92_file, java_sql92_rocksdb;
+    V4 "litepull" => java_litepull_file, java_litepull_rocksdb;
+    V4 "broadcast" => java_broadcast_file, java_broadcast_rocksdb;
+    V4 "delay" => java_delay_file, java_delay_rocksdb;
+    V4 "dlq" => java_dlq_file, java_dlq_rocksdb;
+    V4 "transaction" => java_transaction_file, java_transaction_rocksdb;
+    V4 "resume" => java_resume_file, java_resume_rocksdb;
+    V5 "send" => java5_send_file, java5_send_rocksdb;
+    V5 "orderly" => java5_orderly_file, java5_orderly_rocksdb;
+    V5 "tags" => java5_tags_file, java5_tags_rocksdb;
+    V5 "sql92" => java5_sql92_file, java5_sql92_rocksdb;
+    V5 "litepull" => java5_litepull_file, java5_litepull_rocksdb;
+    V5 "broadcast" => java5_broadcast_file, java5_broadcast_rocksdb;
+    V5 "delay" => java5_delay_file, java5_delay_rocksdb;
+    V5 "dlq" => java5_dlq_file, java5_dlq_rocksdb;
+    V5 "transaction" => java5_transaction_file, java5_transaction_rocksdb;
+    V5 "resume" => java5_resume_file, java5_resume_rocksdb;
 }

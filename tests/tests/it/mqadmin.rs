@@ -14,7 +14,7 @@ use rmq_broker::broker::Broker;
 use rmq_broker::sdk::{self, OutMessage, SendCode};
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::RequestCode;
-use rmq_tests::java::{self, JavaRun};
+use rmq_tests::java::{self, Client, JavaRun};
 
 /// Longest one mqadmin command may run (it waits 5 s per request at most).
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -53,7 +53,7 @@ impl Admin {
         all.push("-n".into());
         all.push(self.ns.to_string());
         let home = self.home.path().to_path_buf();
-        let run = java::run_main(ADMIN_MAIN, &all, &home, COMMAND_TIMEOUT).await;
+        let run = java::run_main(Client::V4, ADMIN_MAIN, &all, &home, COMMAND_TIMEOUT).await;
         eprintln!(
             "$ mqadmin {} ({:?})\n{}{}",
             args.join(" "),
@@ -114,7 +114,7 @@ async fn wait_route(admin: &Admin, topic: &str, present: bool) {
 }
 
 async fn mqadmin_commands(backend: CqBackend) {
-    java::require_java_and_jars();
+    java::require_java_and_jars(Client::V4);
     let dir = tempfile::tempdir().unwrap();
     let broker = Broker::start(rmq_tests::broker_settings(
         &dir.path().join("store"),

@@ -17,7 +17,6 @@ import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
-import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
 
 /** Plain sends and consumption: send, litepull, broadcast, resume. */
 final class BasicScenarios {
@@ -165,7 +164,7 @@ final class BasicScenarios {
         String group = env.name("g" + Long.toString(System.currentTimeMillis(), 36));
         for (Object[] member : new Object[][] {{"c1", r1}, {"c2", r2}}) {
             DefaultMQPushConsumer c = env.pushConsumer((String) member[0], group);
-            c.setMessageModel(MessageModel.BROADCASTING);
+            Compat.broadcasting(c);
             c.subscribe(topic, "*");
             c.registerMessageListener(collect((Received) member[1], (String) member[0]));
             env.start(c);

@@ -11,15 +11,10 @@ import java.util.concurrent.Callable;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
-import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.constant.PermName;
 import org.apache.rocketmq.common.message.Message;
-import org.apache.rocketmq.common.protocol.body.ClusterInfo;
-import org.apache.rocketmq.common.protocol.route.BrokerData;
-import org.apache.rocketmq.common.protocol.route.QueueData;
-import org.apache.rocketmq.common.protocol.route.TopicRouteData;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 /**
@@ -63,15 +58,12 @@ final class Env {
         admin.setAdminExtGroup(name("admin"));
         admin.start();
         closers.push(admin::shutdown);
-        ClusterInfo ci = waitFor("a broker in the NameServer's cluster info", CLUSTER_TIMEOUT_MS, () -> {
-            ClusterInfo c = admin.examineBrokerClusterInfo();
-            return c.getBrokerAddrTable() == null || c.getBrokerAddrTable().isEmpty() ? null : c;
-        });
-        BrokerData bd = ci.getBrokerAddrTable().values().iterator().next();
-        brokerName = bd.getBrokerName();
-        brokerAddr = bd.getBrokerAddrs().get(MixAll.MASTER_ID);
+        String[] master = waitFor("a broker in the NameServer's cluster info", CLUSTER_TIMEOUT_MS,
+            () -> Compat.firstMaster(admin));
+        brokerName = master[0];
+        brokerAddr = master[1];
         if (brokerAddr == null) {
-            throw new CheckFailed("cluster info names no master (id 0) for " + brokerName + ": " + bd.getBrokerAddrs());
+            throw new CheckFailed("cluster info names no master (id 0) for " + brokerName + ": " + master[2]);
         }
         pass("cluster", brokerName + " at " + brokerAddr);
     }
@@ -97,23 +89,10 @@ final class Env {
     }
 
     /** Waits until the NameServer's route for {@code topic} has {@code queues} queues. */
-    TopicRouteData waitRoute(String topic, int queues) {
-        TopicRouteData r = waitFor("route of " + topic + " with " + queues + " queues", ROUTE_TIMEOUT_MS, () -> {
-            TopicRouteData route;
-            try {
-                route = admin.examineTopicRouteInfo(topic);
-            } catch (Exception e) {
-                return null;
-            }
-            for (QueueData q : route.getQueueDatas()) {
-                if (q.getWriteQueueNums() == queues && q.getReadQueueNums() == queues) {
-                    return route;
-                }
-            }
-            return null;
-        });
+    void waitRoute(String topic, int queues) {
+        waitFor("route of " + topic + " with " + queues + " queues", ROUTE_TIMEOUT_MS,
+            () -> Compat.routed(admin, topic, queues) ? Boolean.TRUE : null);
         pass("route " + topic, queues + " queues");
-        return r;
     }
 
     // ---- clients ---------------------------------------------------------

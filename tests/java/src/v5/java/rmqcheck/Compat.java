@@ -1,0 +1,54 @@
+package rmqcheck;
+
+import java.util.Map;
+
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.common.MixAll;
+import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
+import org.apache.rocketmq.remoting.protocol.body.ClusterInfo;
+import org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel;
+import org.apache.rocketmq.remoting.protocol.route.BrokerData;
+import org.apache.rocketmq.remoting.protocol.route.QueueData;
+import org.apache.rocketmq.remoting.protocol.route.TopicRouteData;
+
+/**
+ * The few client types whose package differs between the 4.9 and the 5.x
+ * client (org.apache.rocketmq.common.protocol moved to
+ * org.apache.rocketmq.remoting.protocol). Maven compiles src/v4 or src/v5
+ * (property rmqcheck.compat) beside the suite.
+ */
+final class Compat {
+    private Compat() {}
+
+    /** The first broker of the NameServer's cluster info as {name, master address}, or null. */
+    static String[] firstMaster(DefaultMQAdminExt admin) throws Exception {
+        ClusterInfo c = admin.examineBrokerClusterInfo();
+        Map<String, BrokerData> table = c.getBrokerAddrTable();
+        if (table == null || table.isEmpty()) {
+            return null;
+        }
+        BrokerData bd = table.values().iterator().next();
+        return new String[] {bd.getBrokerName(), bd.getBrokerAddrs().get(MixAll.MASTER_ID),
+            String.valueOf(bd.getBrokerAddrs())};
+    }
+
+    /** Whether the NameServer routes {@code topic} with {@code queues} read and write queues. */
+    static boolean routed(DefaultMQAdminExt admin, String topic, int queues) {
+        TopicRouteData route;
+        try {
+            route = admin.examineTopicRouteInfo(topic);
+        } catch (Exception e) {
+            return false;
+        }
+        for (QueueData q : route.getQueueDatas()) {
+            if (q.getWriteQueueNums() == queues && q.getReadQueueNums() == queues) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    static void broadcasting(DefaultMQPushConsumer c) {
+        c.setMessageModel(MessageModel.BROADCASTING);
+    }
+}
