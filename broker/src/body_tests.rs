@@ -18,12 +18,14 @@ use serde_json::Value;
 use crate::client::{ConsumerData, HeartbeatData, ProducerData, SubscriptionData};
 use crate::meta::offsets::OffsetsFile;
 use crate::meta::topics::{DataVersion as FileVersion, TopicsFile};
+use crate::meta::SubscriptionGroupConfig;
 use crate::meta::TopicConfig;
 use crate::namesrv::route::{
     BrokerData, ClusterInfo, DataVersion, QueueData, RegisterBrokerBody,
     TopicConfigSerializeWrapper, TopicRouteData,
 };
 use crate::processor::admin::CreateTopicList;
+use crate::processor::client::CheckClientBody;
 use crate::processor::lock::{LockBody, MessageQueue};
 use crate::service::schedule::offsets::DelayOffsetFile;
 
@@ -105,8 +107,8 @@ fn register_body() -> impl Strategy<Value = RegisterBrokerBody> {
         )
 }
 
-fn heartbeat() -> impl Strategy<Value = HeartbeatData> {
-    let sub = (
+fn subscription() -> impl Strategy<Value = SubscriptionData> {
+    (
         name(),
         name(),
         proptest::collection::vec(any::<i32>().prop_map(i64::from), 0..3),
@@ -124,7 +126,37 @@ fn heartbeat() -> impl Strategy<Value = HeartbeatData> {
                 sub_version,
                 expression_type,
             },
-        );
+        )
+}
+
+fn group_config() -> impl Strategy<Value = SubscriptionGroupConfig> {
+    (
+        name(),
+        any::<[bool; 4]>(),
+        0i32..32,
+        -1i32..32,
+        any::<i64>(),
+        any::<i64>(),
+    )
+        .prop_map(
+            |(group_name, b, retry_queue_nums, retry_max_times, broker_id, slow)| {
+                SubscriptionGroupConfig {
+                    group_name,
+                    consume_enable: b[0],
+                    consume_from_min_enable: b[1],
+                    consume_broadcast_enable: b[2],
+                    retry_queue_nums,
+                    retry_max_times,
+                    broker_id,
+                    which_broker_when_consume_slowly: slow,
+                    notify_consumer_ids_changed_enable: b[3],
+                }
+            },
+        )
+}
+
+fn heartbeat() -> impl Strategy<Value = HeartbeatData> {
+    let sub = subscription();
     let consumer = (
         name(),
         prop_oneof![
@@ -220,6 +252,24 @@ proptest! {
                 ("consumerDataSet", dv::<ConsumerData>()),
                 ("subscriptionDataSet", dv::<SubscriptionData>()),
             ],
+            ..Schema::default()
+        }, seed)?;
+    }
+
+    #[test]
+    fn subscription_group_body(v in group_config(), seed in any::<u64>()) {
+        round_trip(&v, &Schema {
+            defaults: vec![("", dv::<SubscriptionGroupConfig>())],
+            ..Schema::default()
+        }, seed)?;
+    }
+
+    #[test]
+    fn check_client_body(client_id in name(), group in name(),
+                         sub in proptest::option::of(subscription()), seed in any::<u64>()) {
+        let v = CheckClientBody { client_id, group, subscription_data: sub };
+        round_trip(&v, &Schema {
+            defaults: vec![("", dv::<CheckClientBody>()), ("subscriptionData", dv::<SubscriptionData>())],
             ..Schema::default()
         }, seed)?;
     }
@@ -331,6 +381,41 @@ fn heartbeat_with_numbers_as_strings() {
                     expression_type: Some("TAG".into()),
                 }],
             }],
+        },
+    );
+}
+
+#[test]
+fn group_and_check_client_bodies_with_numbers_as_strings() {
+    same(
+        r#"{"groupName":"g","consumeEnable":"true","consumeFromMinEnable":"0","consumeBroadcastEnable":0,
+            "retryQueueNums":"2","retryMaxTimes":"3","brokerId":"0","whichBrokerWhenConsumeSlowly":"1",
+            "notifyConsumerIdsChangedEnable":"1"}"#,
+        &SubscriptionGroupConfig {
+            group_name: "g".into(),
+            consume_enable: true,
+            consume_from_min_enable: false,
+            consume_broadcast_enable: false,
+            retry_queue_nums: 2,
+            retry_max_times: 3,
+            broker_id: 0,
+            which_broker_when_consume_slowly: 1,
+            notify_consumer_ids_changed_enable: true,
+        },
+    );
+    same(
+        r#"{"clientId":"c","group":"g","subscriptionData":{"topic":"T","subString":"a > 1",
+            "expressionType":"SQL92","subVersion":"17","codeSet":[]}}"#,
+        &CheckClientBody {
+            client_id: "c".into(),
+            group: "g".into(),
+            subscription_data: Some(SubscriptionData {
+                topic: "T".into(),
+                sub_string: "a > 1".into(),
+                code_set: vec![],
+                sub_version: 17,
+                expression_type: Some("SQL92".into()),
+            }),
         },
     );
 }

@@ -101,8 +101,10 @@ pub fn notify_group_changes(ctx: &BrokerContext, change: &GroupChange) {
 }
 
 /// CHECK_CLIENT_CONFIG body (`CheckClientRequestBody`).
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-struct CheckClientBody {
-    subscription_data: Option<SubscriptionData>,
+pub(crate) struct CheckClientBody {
+    pub(crate) client_id: String,
+    pub(crate) group: String,
+    pub(crate) subscription_data: Option<SubscriptionData>,
 }
