@@ -95,7 +95,6 @@ fn table(ctx: &BrokerContext) -> Result<BTreeMap<&'static str, String>, Refusal>
     set("putMessageTimesTotal", put_times.to_string());
     set("putTps", ctx.stats.tps_text(true));
     set("getTransferedTps", ctx.stats.tps_text(false));
-    set("getTotalTps", ctx.stats.tps_text(false));
     set("commitLogDiskRatio", format!("{disk_ratio}"));
     set(
         "commitLogDirCapacity",
