@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET="${1:-60}"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-TARGETS="frame header_json header_binary record batch properties"
+TARGETS="frame header_json header_binary record batch properties json_body sql92"
 cd common/fuzz
 cargo fuzz build --sanitizer none --debug-assertions
 for t in $TARGETS; do

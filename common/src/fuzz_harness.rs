@@ -14,14 +14,82 @@ use crate::remoting::{RemotingCommand, SerializeType, MAX_FRAME_BYTES};
 pub type Target = fn(&[u8]);
 
 /// The targets, by name (the fuzz target and corpus folder names).
-pub const TARGETS: [(&str, Target); 6] = [
+pub const TARGETS: [(&str, Target); 8] = [
     ("frame", frame),
     ("header_json", header_json),
     ("header_binary", header_binary),
     ("record", record),
     ("batch", batch),
     ("properties", properties),
+    ("json_body", json_body),
+    ("sql92", sql92),
 ];
+
+/// A body shape that exercises every conversion of the lenient JSON layer:
+/// numbers, booleans, strings, options, enums, sequences and maps keyed by
+/// numbers and by objects.
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+#[allow(dead_code)]
+struct FuzzBody {
+    client_id: String,
+    count: i32,
+    offset: i64,
+    ratio: f64,
+    flag: bool,
+    name: Option<String>,
+    kind: Option<FuzzKind>,
+    items: Vec<FuzzBody>,
+    addrs: std::collections::BTreeMap<i64, String>,
+    table: std::collections::BTreeMap<FuzzKey, i64>,
+}
+
+impl Default for FuzzBody {
+    fn default() -> Self {
+        Self {
+            client_id: String::new(),
+            count: 16,
+            offset: 0,
+            ratio: 0.0,
+            flag: false,
+            name: None,
+            kind: None,
+            items: Vec::new(),
+            addrs: std::collections::BTreeMap::new(),
+            table: std::collections::BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Debug, serde::Deserialize)]
+enum FuzzKind {
+    Clustering,
+    Broadcasting,
+}
+
+#[derive(Debug, Default, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct FuzzKey {
+    topic: String,
+    queue_id: i32,
+}
+
+/// The lenient JSON body decoder (`rmq_common::json`), as a generic value
+/// and as a body type.
+pub fn json_body(data: &[u8]) {
+    let _ = crate::json::from_slice::<serde_json::Value>(data);
+    let _ = crate::json::from_slice::<FuzzBody>(data);
+}
+
+/// The SQL92 filter: parse, render, and evaluate against a few properties.
+pub fn sql92(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(f) = crate::sql92::Sql92Filter::parse(&text) {
+        let _ = f.to_string();
+        let props = [("a", "7"), ("b", "x"), ("TAGS", "TagA"), ("c", "2.5")];
+        let _ = f.matches(&|name| props.iter().find(|(k, _)| *k == name).map(|(_, v)| *v));
+    }
+}
 
 /// The frame decoder over a stream: decodes frames until it needs more
 /// bytes or refuses the stream, reading every decoded command's fields.

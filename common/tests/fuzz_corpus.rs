@@ -124,4 +124,19 @@ fn write_seeds() {
         })
         .collect();
     put("batch", "three", &encode_batch(&items));
+
+    put(
+        "json_body",
+        "fastjson",
+        br#"{clientID:'c1',count:"5",offset:7L,ratio:'1.5',flag:1,name:null,kind:"Broadcasting",
+            items:[{count:1,},],addrs:{0:"127.0.0.1:10911"},
+            table:{{"topic":"T","queueId":0}:3,"{\"topic\":\"U\"}":4}}"#,
+    );
+    put("json_body", "heartbeat", br#"{"clientID":"10.0.0.1@1","consumerDataSet":[{"groupName":"g","consumeType":1,"subscriptionDataSet":[{"topic":"T","subString":"*","subVersion":"17"}]}]}"#);
+    put("sql92", "and", b"a > 5 AND b = 'x'");
+    put(
+        "sql92",
+        "all",
+        b"(a BETWEEN 1 AND 9 OR c NOT IN ('1', '2')) AND NOT (TAGS IS NULL) AND c >= 2.0 AND b <> 'y'",
+    );
 }
