@@ -8,7 +8,7 @@ use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 
 use rmq_common::constants::AUTO_CREATE_TOPIC;
 
-use super::{blocking, success, Handled, Refusal};
+use super::{blocking, json_success, success, Handled, Refusal};
 use crate::context::BrokerContext;
 use crate::meta::{TopicConfig, PERM_READ, PERM_WRITE};
 use crate::namesrv::route::{DataVersion, TopicConfigSerializeWrapper};
@@ -34,9 +34,7 @@ pub async fn delete_expired(ctx: &Arc<BrokerContext>) -> Handled {
         end = ?report.end,
         "clean pass requested by an operator"
     );
-    let body = serde_json::to_vec(&report)
-        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
-    Ok(success().with_body(body))
+    json_success(&report)
 }
 
 /// Topics that are the broker's own and never in the topic table.
@@ -146,9 +144,7 @@ pub fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand
                     .collect(),
                 data_version: DataVersion { timestamp, counter },
             };
-            let body = serde_json::to_vec(&wrapper)
-                .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
-            Ok(success().with_body(body))
+            json_success(&wrapper)
         }
         RequestCode::GetBrokerConfig => {
             // RocketMQ answers with the settings as `key=value` lines.

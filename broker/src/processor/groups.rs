@@ -9,11 +9,9 @@ use std::sync::Arc;
 use rmq_common::cq::Boundary;
 use rmq_common::names::validate_group;
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
-use serde::Serialize;
 
-use super::lock::MessageQueue;
-use super::stats::keyed_body;
-use super::{blocking, success, Handled, Refusal};
+use super::stats::{keyed_body, queue};
+use super::{blocking, json_success, success, Handled, Refusal};
 use crate::context::BrokerContext;
 use crate::meta::SubscriptionGroupConfig;
 
@@ -60,7 +58,7 @@ pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingC
                     format!("the consumer group[{group}] not online"),
                 )
             })?;
-            json(&conn)
+            json_success(&conn)
         }
         RequestCode::GetProducerConnectionList => {
             let group = ext.req_str("producerGroup")?;
@@ -71,7 +69,7 @@ pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingC
                     format!("the producer group[{group}] not exist"),
                 ));
             }
-            json(&serde_json::json!({ "connectionSet": set }))
+            json_success(&serde_json::json!({ "connectionSet": set }))
         }
         RequestCode::InvokeBrokerToResetOffset => {
             let topic = ext.req_str("topic")?.to_owned();
@@ -86,12 +84,6 @@ pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingC
             "not a group request",
         )),
     }
-}
-
-fn json<T: Serialize>(v: &T) -> Handled {
-    let body = serde_json::to_vec(v)
-        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
-    Ok(success().with_body(body))
 }
 
 /// Java's `Broker2Client.resetOffset`: the offsets a timestamp (-1: the
@@ -132,14 +124,7 @@ fn reset_offset(
         } else {
             consumer_offset
         };
-        table.push((
-            MessageQueue {
-                topic: topic.to_owned(),
-                broker_name: ctx.settings.broker.broker_name.clone(),
-                queue_id: q,
-            },
-            offset,
-        ));
+        table.push((queue(ctx, topic, q), offset));
     }
     let members = ctx.clients.consumer_connections(group);
     if members.is_empty() {

@@ -281,6 +281,13 @@ pub fn success() -> RemotingCommand {
     RemotingCommand::response(ResponseCode::Success, None)
 }
 
+/// A successful response whose body is `value` as JSON.
+pub fn json_success<T: serde::Serialize>(value: &T) -> Handled {
+    let body = serde_json::to_vec(value)
+        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+    Ok(success().with_body(body))
+}
+
 /// Runs blocking store work off the async workers.
 pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,

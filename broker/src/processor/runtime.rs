@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use rmq_common::remoting::{RemotingCommand, ResponseCode};
 
-use super::{blocking, success, Handled, Refusal};
+use super::{blocking, json_success, Handled, Refusal};
 use crate::context::BrokerContext;
 use crate::store::clean::{DiskUsage, FsDiskUsage};
 
@@ -23,9 +23,7 @@ pub const BROKER_VERSION_DESC: &str = "V4_9_8";
 pub async fn runtime_info(ctx: &Arc<BrokerContext>) -> Handled {
     let ctx = Arc::clone(ctx);
     let table = blocking(move || table(&ctx)).await??;
-    let body = serde_json::to_vec(&serde_json::json!({ "table": table }))
-        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
-    Ok(success().with_body(body))
+    json_success(&serde_json::json!({ "table": table }))
 }
 
 fn table(ctx: &BrokerContext) -> Result<BTreeMap<&'static str, String>, Refusal> {

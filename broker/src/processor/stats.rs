@@ -11,7 +11,7 @@ use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 use serde::Serialize;
 
 use super::lock::MessageQueue;
-use super::{blocking, success, Handled, Refusal};
+use super::{blocking, json_success, success, Handled, Refusal};
 use crate::context::BrokerContext;
 
 /// One queue of GET_TOPIC_STATS_INFO (Java's `TopicOffset`).
@@ -64,7 +64,7 @@ pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingC
                     groups.insert(g);
                 }
             }
-            json(&serde_json::json!({ "groupList": groups }))
+            json_success(&serde_json::json!({ "groupList": groups }))
         }
         _ => Err(Refusal::new(
             ResponseCode::RequestCodeNotSupported,
@@ -73,13 +73,8 @@ pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingC
     }
 }
 
-fn json<T: Serialize>(v: &T) -> Handled {
-    let body = serde_json::to_vec(v)
-        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
-    Ok(success().with_body(body))
-}
-
-fn queue(ctx: &BrokerContext, topic: &str, queue_id: i32) -> MessageQueue {
+/// Queue `queue_id` of `topic` on this broker, as answers name it.
+pub(crate) fn queue(ctx: &BrokerContext, topic: &str, queue_id: i32) -> MessageQueue {
     MessageQueue {
         topic: topic.to_owned(),
         broker_name: ctx.settings.broker.broker_name.clone(),

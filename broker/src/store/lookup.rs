@@ -58,11 +58,7 @@ impl MessageStore {
         queue_id: i32,
     ) -> Result<Option<i64>, StoreError> {
         let min = self.cq.min_offset(topic, queue_id)?;
-        let mut units = Vec::new();
-        self.cq.get(topic, queue_id, min, 1, &mut units)?;
-        Ok(units
-            .first()
-            .and_then(|u| CommitLogTimes(&self.commit_log).store_time(u.phy_offset, u.size)))
+        self.message_store_time(topic, queue_id, min)
     }
 
     /// Store time of the message at `offset` of a queue, if it is there

@@ -91,6 +91,23 @@ impl Lenient {
         }
     }
 
+    /// A map or struct (`fields` names a struct's) from an object, from
+    /// `null` (empty) or from a string holding an object's JSON.
+    fn object<'de, V: Visitor<'de>>(
+        self,
+        fields: Option<&'static [&'static str]>,
+        visitor: V,
+    ) -> Result<V::Value, JsonError> {
+        match self.embedded()? {
+            Value::Object(map) => visitor.visit_map(Fields::new(map, fields)),
+            Value::Null => visitor.visit_map(Fields::new(Map::new(), None)),
+            other => Err(JsonError::msg(format!(
+                "expected an object, got {}",
+                kind(&other)
+            ))),
+        }
+    }
+
     /// The value, or the JSON a string holds when it is an object or array
     /// in text form (fastjson parses such a string for a bean or a
     /// collection).
@@ -277,14 +294,7 @@ impl<'de> de::Deserializer<'de> for Lenient {
     }
 
     fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JsonError> {
-        match self.embedded()? {
-            Value::Object(map) => visitor.visit_map(Fields::new(map, None)),
-            Value::Null => visitor.visit_map(Fields::new(Map::new(), None)),
-            other => Err(JsonError::msg(format!(
-                "expected an object, got {}",
-                kind(&other)
-            ))),
-        }
+        self.object(None, visitor)
     }
 
     fn deserialize_struct<V: Visitor<'de>>(
@@ -293,14 +303,7 @@ impl<'de> de::Deserializer<'de> for Lenient {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, JsonError> {
-        match self.embedded()? {
-            Value::Object(map) => visitor.visit_map(Fields::new(map, Some(fields))),
-            Value::Null => visitor.visit_map(Fields::new(Map::new(), None)),
-            other => Err(JsonError::msg(format!(
-                "expected an object, got {}",
-                kind(&other)
-            ))),
-        }
+        self.object(Some(fields), visitor)
     }
 
     fn deserialize_enum<V: Visitor<'de>>(
