@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo test --workspace --release --all-targets --no-fail-fast "$@"
 if [ "$#" -eq 0 ]; then
-    bench() { cargo run --release -q -p rmq-broker --bin rmq-bench -- "$@"; }
+    bench() { cargo run --release -q -p rmq-tools --bin rmq-bench -- "$@"; }
     bench reput --messages 5000 --queues 50
     bench ab --messages 2000 --producers 2 --mode async --queue-counts 4,40 \
         --rate-fraction 0.8 --plot target/ab-smoke.svg --json target/ab-smoke.json

@@ -15,18 +15,15 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::client::{ConsumerData, HeartbeatData, ProducerData, SubscriptionData};
-use crate::meta::offsets::OffsetsFile;
-use crate::meta::topics::{DataVersion as FileVersion, TopicsFile};
-use crate::meta::SubscriptionGroupConfig;
-use crate::meta::TopicConfig;
-use crate::namesrv::route::{
-    BrokerData, ClusterInfo, DataVersion, QueueData, RegisterBrokerBody,
-    TopicConfigSerializeWrapper, TopicRouteData,
+use rmq_common::remoting::body::{
+    BrokerData, CheckClientBody, ClusterInfo, ConsumerData, CreateTopicList, DataVersion,
+    HeartbeatData, LockBatchBody, MessageQueue, ProducerData, QueueData, RegisterBrokerBody,
+    SubscriptionData, SubscriptionGroupConfig, TopicConfig, TopicConfigSerializeWrapper,
+    TopicRouteData,
 };
-use crate::processor::admin::CreateTopicList;
-use crate::processor::client::CheckClientBody;
-use crate::processor::lock::{LockBody, MessageQueue};
+
+use crate::meta::offsets::OffsetsFile;
+use crate::meta::topics::TopicsFile;
 use crate::service::schedule::offsets::DelayOffsetFile;
 
 fn dv<T: Serialize + Default>() -> Value {
@@ -277,9 +274,9 @@ proptest! {
     #[test]
     fn lock_body(group in name(), client in name(),
                  mqs in proptest::collection::vec(message_queue(), 0..4), seed in any::<u64>()) {
-        let v = LockBody { consumer_group: group, client_id: client, mq_set: mqs };
+        let v = LockBatchBody { consumer_group: group, client_id: client, mq_set: mqs };
         round_trip(&v, &Schema {
-            defaults: vec![("", dv::<LockBody>()), ("mqSet", dv::<MessageQueue>())],
+            defaults: vec![("", dv::<LockBatchBody>()), ("mqSet", dv::<MessageQueue>())],
             ..Schema::default()
         }, seed)?;
     }
@@ -303,7 +300,7 @@ proptest! {
         let w = v.topic_config_serialize_wrapper;
         let file = TopicsFile {
             topic_config_table: w.topic_config_table,
-            data_version: FileVersion { timestamp: w.data_version.timestamp, counter: w.data_version.counter },
+            data_version: DataVersion { timestamp: w.data_version.timestamp, counter: w.data_version.counter },
         };
         round_trip(&file, &Schema { maps: vec!["topicConfigTable"], defaults: topic_schema(), ..Schema::default() }, seed)?;
     }
@@ -424,7 +421,7 @@ fn group_and_check_client_bodies_with_numbers_as_strings() {
 fn lock_body_with_numbers_as_strings() {
     same(
         r#"{"consumerGroup":"g","clientId":"c","mqSet":[{"topic":"T","brokerName":"b","queueId":"3"}],"onlyThisBroker":"true"}"#,
-        &LockBody {
+        &LockBatchBody {
             consumer_group: "g".into(),
             client_id: "c".into(),
             mq_set: vec![MessageQueue {
@@ -462,7 +459,7 @@ fn register_body_and_topic_files_with_numbers_as_strings() {
         &file,
         &TopicsFile {
             topic_config_table: BTreeMap::from([("T".into(), t.clone())]),
-            data_version: FileVersion {
+            data_version: DataVersion {
                 timestamp: 5,
                 counter: 7,
             },

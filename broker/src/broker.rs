@@ -12,13 +12,13 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::client::ClientManager;
+use rmq_common::remoting::body::{DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper};
+
+use crate::clients::ClientManager;
 use crate::config::Settings;
 use crate::context::BrokerContext;
 use crate::meta::{ConsumerOffsetManager, TopicConfigManager};
-use crate::namesrv::route::{
-    BrokerIdentity, DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper,
-};
+use crate::namesrv::route::BrokerIdentity;
 use crate::namesrv::{BodyForm, BrokerRegistrar, NameServer, NameServerHandle};
 use crate::processor::lock::QueueLockManager;
 use crate::processor::BrokerHandler;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use crate::client::ClientManager;
+use crate::clients::ClientManager;
 use crate::config::Settings;
 use crate::meta::{ConsumerOffsetManager, SubscriptionGroupManager, TopicConfigManager};
 use crate::metrics::BrokerStats;

@@ -1,14 +1,13 @@
 //! The broker: the message store facade over the CommitLog and a
-//! consume-queue backend, its services, and (later) the remoting server,
-//! processors and embedded NameServer.
+//! consume-queue backend, its services, the remoting server with its
+//! processors, the embedded NameServer and the metrics. Its one binary is
+//! `rmq-broker`; the client lives in `rmq-client`, the tools in `rmq-tools`.
 #![forbid(unsafe_code)]
 
-pub mod admin;
-pub mod bench;
 #[cfg(test)]
 mod body_tests;
 pub mod broker;
-pub mod client;
+pub mod clients;
 pub mod config;
 pub mod context;
 pub mod logging;
@@ -18,7 +17,6 @@ pub mod namesrv;
 pub mod processor;
 pub mod pull_hold;
 pub mod remoting;
-pub mod sdk;
 pub mod service;
 pub mod store;
 

@@ -5,9 +5,9 @@ pub mod groups;
 pub mod offsets;
 pub mod topics;
 
-pub use groups::{SubscriptionGroupConfig, SubscriptionGroupManager};
+pub use groups::SubscriptionGroupManager;
 pub use offsets::ConsumerOffsetManager;
-pub use topics::{TopicConfig, TopicConfigManager, PERM_READ, PERM_WRITE};
+pub use topics::TopicConfigManager;
 
 use std::path::Path;
 

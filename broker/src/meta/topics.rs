@@ -1,86 +1,17 @@
 //! Topic configs (`config/topics.json`): queue counts and permissions.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use parking_lot::RwLock;
 use rmq_common::constants::{AUTO_CREATE_TOPIC, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
 use rmq_common::names::validate_topic;
+use rmq_common::remoting::body::{TopicConfig, TopicConfigSerializeWrapper};
 use rmq_store_file::StoreError;
-use serde::{Deserialize, Serialize};
 
 use super::{read_json, write_json};
 
-/// Topic may be read.
-pub const PERM_READ: i32 = 4;
-/// Topic may be written.
-pub const PERM_WRITE: i32 = 2;
-
-/// One topic's settings, as RocketMQ's `TopicConfig` serializes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct TopicConfig {
-    /// Topic name.
-    pub topic_name: String,
-    /// Queues consumers read.
-    pub read_queue_nums: i32,
-    /// Queues producers write.
-    pub write_queue_nums: i32,
-    /// [`PERM_READ`] | [`PERM_WRITE`].
-    pub perm: i32,
-    /// `SINGLE_TAG` or `MULTI_TAG`.
-    pub topic_filter_type: String,
-    /// System flags of the topic.
-    pub topic_sys_flag: i32,
-    /// Ordered topic.
-    pub order: bool,
-}
-
-/// Java's `TopicConfig` defaults (16 read and write queues, read-write), so
-/// a body that leaves a field out means what it means to a Java broker.
-impl Default for TopicConfig {
-    fn default() -> Self {
-        Self::new("", JAVA_DEFAULT_QUEUE_NUMS)
-    }
-}
-
-/// `TopicConfig.defaultReadQueueNums` / `defaultWriteQueueNums` in Java.
-pub const JAVA_DEFAULT_QUEUE_NUMS: i32 = 16;
-
-impl TopicConfig {
-    /// A read-write topic with `queues` queues.
-    pub fn new(name: &str, queues: i32) -> Self {
-        Self {
-            topic_name: name.to_owned(),
-            read_queue_nums: queues,
-            write_queue_nums: queues,
-            perm: PERM_READ | PERM_WRITE,
-            topic_filter_type: "SINGLE_TAG".into(),
-            topic_sys_flag: 0,
-            order: false,
-        }
-    }
-
-    /// Whether producers may send to it.
-    pub fn writable(&self) -> bool {
-        self.perm & PERM_WRITE != 0
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub(crate) struct DataVersion {
-    pub(crate) timestamp: i64,
-    pub(crate) counter: i64,
-}
-
-/// `config/topics.json`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub(crate) struct TopicsFile {
-    pub(crate) topic_config_table: BTreeMap<String, TopicConfig>,
-    pub(crate) data_version: DataVersion,
-}
+/// `config/topics.json` has the layout of the registered table.
+pub(crate) type TopicsFile = TopicConfigSerializeWrapper;
 
 /// The topic table, persisted on every change.
 #[derive(Debug)]

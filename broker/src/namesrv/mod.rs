@@ -1,7 +1,6 @@
 //! Embedded NameServer: the route tables, the request handler, the service
 //! that serves and expires them, and the broker's registrar.
 
-pub mod body;
 pub mod processor;
 pub mod register;
 pub mod route;
@@ -12,8 +11,5 @@ pub use register::{
     BodyForm, BodyStats, BrokerRegistrar, NameServerError, RegisterError, RegistrationProvider,
     AUTO_COMPRESS_BYTES, DEFAULT_REGISTER_PERIOD,
 };
-pub use route::{
-    BrokerData, BrokerIdentity, ClusterInfo, DataVersion, QueueData, RegisterBrokerBody,
-    RouteInfoManager, TopicConfigSerializeWrapper, TopicRouteData,
-};
+pub use route::{BrokerIdentity, RouteInfoManager};
 pub use service::{NameServer, NameServerHandle, BROKER_EXPIRY_MS, SCAN_INTERVAL};

@@ -7,7 +7,7 @@
 //!   `haServerAddr`, `brokerId` (all not-null), optional `compressed`,
 //!   `bodyCrc32` (0 = unchecked; otherwise `crc32(body) & 0x7FFFFFFF`),
 //!   `heartbeatTimeoutMillis`, `enableActingMaster`. Body: `RegisterBrokerBody`
-//!   JSON, or with `compressed=true` the zlib form of [`super::body`]; an
+//!   JSON, or with `compressed=true` the zlib form of [`register_body`]; an
 //!   absent body registers no topics. The response header carries
 //!   `masterAddr` and `haServerAddr`, both nullable and set only for a slave
 //!   whose master is registered.
@@ -24,6 +24,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use rmq_common::message::record::body_crc;
+use rmq_common::remoting::body::{register as register_body, TopicList};
 use rmq_common::remoting::{HeaderError, RemotingCommand, RequestCode, ResponseCode};
 use rmq_common::time::Clock;
 use serde::Serialize;
@@ -168,7 +169,7 @@ impl NameServerHandler {
                 ),
             ));
         }
-        let body = super::body::decode(body, compressed).map_err(|e| {
+        let body = register_body::decode(body, compressed).map_err(|e| {
             Refusal::new(
                 ResponseCode::SystemError,
                 format!("REGISTER_BROKER from {}: {e}", id.broker_addr),
@@ -257,14 +258,6 @@ impl NameServerHandler {
     }
 }
 
-/// GET_ALL_TOPIC_LIST_FROM_NAMESERVER body (Java's `TopicList`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct TopicList {
-    /// Topic names.
-    pub topic_list: Vec<String>,
-}
-
 fn get_kv_config(req: &RemotingCommand) -> Result<Reply, Refusal> {
     let ext = req.ext();
     let namespace = ext.req_str("namespace")?;
@@ -324,9 +317,10 @@ impl RequestHandler for NameServerHandler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::TopicConfig;
-    use crate::namesrv::route::{DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper};
     use bytes::BytesMut;
+    use rmq_common::remoting::body::{
+        DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper,
+    };
     use rmq_common::remoting::{SerializeType, MAX_FRAME_BYTES};
     use rmq_common::time::ManualClock;
 
@@ -470,7 +464,7 @@ mod tests {
 
         // The compressed form registers its topics.
         let parsed: RegisterBrokerBody = serde_json::from_slice(&body(&["T", "Z"], 2)).unwrap();
-        let z = crate::namesrv::body::encode_compressed(&parsed).unwrap();
+        let z = rmq_common::remoting::body::register::encode_compressed(&parsed).unwrap();
         let mut zipped =
             register("a", "127.0.0.1:1", "0", SerializeType::Json).with_body(z.clone());
         zipped.put_ext("compressed", "true");

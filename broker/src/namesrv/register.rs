@@ -16,8 +16,10 @@ use tokio::sync::{watch, Mutex, Notify};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::route::{BrokerIdentity, RegisterBrokerBody};
-use crate::remoting::{ClientError, RemotingClient};
+use rmq_common::remoting::body::{register as register_body, RegisterBrokerBody};
+
+use super::route::BrokerIdentity;
+use rmq_client::{ClientError, RemotingClient};
 
 /// Builds what to register: called afresh for every registration, so a
 /// changed topic table goes out with the next one. Bump the body's
@@ -362,7 +364,8 @@ pub fn encode_body(
     body: &RegisterBrokerBody,
     form: BodyForm,
 ) -> Result<(Vec<u8>, BodyStats), RegisterError> {
-    let json = super::body::encode_json(body).map_err(|e| RegisterError::Encode(e.to_string()))?;
+    let json =
+        register_body::encode_json(body).map_err(|e| RegisterError::Encode(e.to_string()))?;
     let topics = body.topic_config_serialize_wrapper.topic_config_table.len();
     let mut stats = BodyStats {
         topics,
@@ -374,7 +377,7 @@ pub fn encode_body(
         return Ok((json, stats));
     }
     let z =
-        super::body::encode_compressed(body).map_err(|e| RegisterError::Encode(e.to_string()))?;
+        register_body::encode_compressed(body).map_err(|e| RegisterError::Encode(e.to_string()))?;
     let limit = MAX_FRAME_BYTES - HEADER_ROOM;
     if z.len() > limit {
         return Err(RegisterError::TooLarge {

@@ -10,8 +10,9 @@ use rmq_common::constants::AUTO_CREATE_TOPIC;
 
 use super::{blocking, json_success, success, Handled, Refusal};
 use crate::context::BrokerContext;
-use crate::meta::{TopicConfig, PERM_READ, PERM_WRITE};
-use crate::namesrv::route::{DataVersion, TopicConfigSerializeWrapper};
+use rmq_common::remoting::body::{
+    CreateTopicList, DataVersion, TopicConfig, TopicConfigSerializeWrapper, PERM_READ, PERM_WRITE,
+};
 
 /// DELETE_EXPIRED_COMMITLOG: one clean pass now (expired segments go
 /// whatever the hour); the body is the pass's report as JSON.
@@ -173,11 +174,4 @@ pub fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand
             "not an admin request",
         )),
     }
-}
-
-/// UPDATE_AND_CREATE_TOPIC_LIST body.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub(crate) struct CreateTopicList {
-    pub(crate) topic_config_list: Vec<TopicConfig>,
 }

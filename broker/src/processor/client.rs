@@ -7,7 +7,9 @@ use rmq_common::constants::RETRY_GROUP_TOPIC_PREFIX;
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 
 use super::{success, Handled, Refusal};
-use crate::client::{GroupChange, HeartbeatData, SubscriptionData};
+use rmq_common::remoting::body::{CheckClientBody, HeartbeatData};
+
+use crate::clients::GroupChange;
 use crate::context::BrokerContext;
 use crate::remoting::Connection;
 
@@ -98,13 +100,4 @@ pub fn notify_group_changes(ctx: &BrokerContext, change: &GroupChange) {
             }
         }
     }
-}
-
-/// CHECK_CLIENT_CONFIG body (`CheckClientRequestBody`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub(crate) struct CheckClientBody {
-    pub(crate) client_id: String,
-    pub(crate) group: String,
-    pub(crate) subscription_data: Option<SubscriptionData>,
 }

@@ -13,7 +13,7 @@ use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 use super::stats::{keyed_body, queue};
 use super::{blocking, json_success, success, Handled, Refusal};
 use crate::context::BrokerContext;
-use crate::meta::SubscriptionGroupConfig;
+use rmq_common::remoting::body::SubscriptionGroupConfig;
 
 /// Handles group administration.
 pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {

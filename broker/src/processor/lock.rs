@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use rmq_common::remoting::body::{LockBatchBody, MessageQueue};
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
-use serde::{Deserialize, Serialize};
 
 use super::{success, Handled, Refusal};
 use crate::context::BrokerContext;
@@ -14,27 +14,6 @@ use crate::context::BrokerContext;
 /// A lock not renewed for this long can be taken by another client
 /// (RocketMQ's `rocketmq.broker.rebalance.lockMaxLiveTime`).
 pub const LOCK_MAX_LIVE_MS: i64 = 60_000;
-
-/// A message queue as clients name it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct MessageQueue {
-    /// Topic.
-    pub topic: String,
-    /// Broker name.
-    pub broker_name: String,
-    /// Queue id.
-    pub queue_id: i32,
-}
-
-/// LOCK_BATCH_MQ / UNLOCK_BATCH_MQ body.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub(crate) struct LockBody {
-    pub(crate) consumer_group: String,
-    pub(crate) client_id: String,
-    pub(crate) mq_set: Vec<MessageQueue>,
-}
 
 /// Who holds which queue, per group.
 #[derive(Debug, Default)]
@@ -86,7 +65,7 @@ impl QueueLockManager {
 
 /// Handles the lock requests.
 pub fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {
-    let body: LockBody = rmq_common::json::from_slice(req.body.as_deref().unwrap_or_default())
+    let body: LockBatchBody = rmq_common::json::from_slice(req.body.as_deref().unwrap_or_default())
         .map_err(|e| {
             Refusal::new(
                 ResponseCode::SystemError,

@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{blocking, Handled, Refusal};
 use crate::context::BrokerContext;
-use crate::meta::PERM_READ;
 use crate::store::{GetMessageResult, GetStatus, SubscriptionFilter, TagFilter};
+use rmq_common::remoting::body::PERM_READ;
 
 /// Handles a pull. `conn_gone` gives a token cancelled once the request's
 /// connection has closed; a held pull ends then, as nobody is left to answer.

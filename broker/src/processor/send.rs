@@ -159,7 +159,7 @@ pub async fn handle(
 fn topic_for_send(
     ctx: &BrokerContext,
     header: &SendMessageRequestHeader,
-) -> Result<crate::meta::TopicConfig, Refusal> {
+) -> Result<rmq_common::remoting::body::TopicConfig, Refusal> {
     if let Some(t) = ctx.topics.get(&header.topic) {
         if !t.writable() {
             return Err(Refusal::new(

@@ -7,36 +7,12 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use rmq_common::json::write::object_keyed_map;
+use rmq_common::remoting::body::{MessageQueue, OffsetWrapper, TopicOffset};
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 use serde::Serialize;
 
-use super::lock::MessageQueue;
 use super::{blocking, json_success, success, Handled, Refusal};
 use crate::context::BrokerContext;
-
-/// One queue of GET_TOPIC_STATS_INFO (Java's `TopicOffset`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TopicOffset {
-    /// Store time of the newest message, or 0.
-    pub last_update_timestamp: i64,
-    /// Next offset to be written.
-    pub max_offset: i64,
-    /// Oldest offset still readable.
-    pub min_offset: i64,
-}
-
-/// One queue of GET_CONSUME_STATS (Java's `OffsetWrapper`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OffsetWrapper {
-    /// The queue's max offset.
-    pub broker_offset: i64,
-    /// The group's committed offset (0 when none).
-    pub consumer_offset: i64,
-    /// Store time of the last message the group consumed, or 0.
-    pub last_timestamp: i64,
-}
 
 /// Handles the statistics requests.
 pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {

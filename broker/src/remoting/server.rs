@@ -16,7 +16,7 @@ use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::codec::RemotingCodec;
+use rmq_client::RemotingCodec;
 
 /// Identifies a connection for the server's lifetime.
 pub type ConnId = u64;

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::server::{serve, Connection, RequestHandler, ServerOptions};
-use super::RemotingClient;
+use rmq_client::RemotingClient;
 
 /// Bound for anything expected to happen.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);

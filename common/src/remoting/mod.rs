@@ -7,6 +7,7 @@
 //! every malformed input yields a [`RemotingError`] that names the problem.
 
 mod binary_header;
+pub mod body;
 pub mod codes;
 pub mod command;
 pub mod error;

@@ -2,12 +2,12 @@
 
 use std::time::{Duration, Instant};
 
-use rmq_broker::admin;
 use rmq_broker::broker::Broker;
-use rmq_broker::sdk::{self, OutMessage, SendCode};
+use rmq_client::{self as sdk, OutMessage, SendCode};
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::RequestCode;
 use rmq_tests::broker_settings;
+use rmq_tools::admin;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_commands_print_what_the_broker_holds() {

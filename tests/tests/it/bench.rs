@@ -3,10 +3,10 @@
 //! reads dispatch figures from `/metrics`. The store-level cell reports
 //! every message dispatched. File and RocksDB backends.
 
-use rmq_broker::bench::{load, store, LoadSpec};
 use rmq_broker::broker::Broker;
 use rmq_common::config::CqBackend;
 use rmq_tests::broker_settings;
+use rmq_tools::bench::{load, store, LoadSpec};
 
 async fn broker(root: &std::path::Path, backend: CqBackend, test: &str) -> Broker {
     let mut s = broker_settings(root, backend);

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use rmq_broker::broker::Broker;
-use rmq_broker::remoting::RemotingClient;
-use rmq_broker::sdk::{self, OutMessage, PullRequest, SendCode};
+use rmq_client::RemotingClient;
+use rmq_client::{self as sdk, OutMessage, PullRequest, SendCode};
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_tests::broker_settings;
@@ -82,7 +82,7 @@ async fn groups_notifications_and_heartbeat_subscriptions() {
         .unwrap();
     assert_eq!(note.code, i32::from(RequestCode::NotifyConsumerIdsChanged));
     // The retry topic of the group exists now.
-    let topics = rmq_broker::admin::topic_list(broker.addr()).await.unwrap();
+    let topics = rmq_tools::admin::topic_list(broker.addr()).await.unwrap();
     assert!(topics.contains("%RETRY%cg"), "{topics}");
 
     // A second member joins: the first is told to rebalance.

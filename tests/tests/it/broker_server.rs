@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use rmq_broker::broker::Broker;
-use rmq_broker::sdk::{self, OutMessage, PullRequest, SendCode};
+use rmq_client::{self as sdk, OutMessage, PullRequest, SendCode};
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_tests::broker_settings;
@@ -398,7 +398,7 @@ async fn broker_registers_with_a_standalone_namesrv_over_tcp() {
     let broker = Broker::start(settings).await.unwrap();
     assert!(broker.namesrv_addr().is_none(), "no embedded NameServer");
     // Registration happened before start returned.
-    let cluster = rmq_broker::admin::cluster_list(ns.addr()).await.unwrap();
+    let cluster = rmq_tools::admin::cluster_list(ns.addr()).await.unwrap();
     assert!(
         cluster.contains("broker-remote") && cluster.contains(&broker.addr().to_string()),
         "{cluster}"

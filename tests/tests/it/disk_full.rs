@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use rmq_broker::broker::Broker;
-use rmq_broker::sdk::{self, OutMessage, PullRequest, SdkError, SendCode};
 use rmq_broker::MessageStore;
+use rmq_client::{self as sdk, OutMessage, PullRequest, SdkError, SendCode};
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::ResponseCode;
 use rmq_store_file::StoreError;
@@ -80,7 +80,7 @@ async fn protocol(backend: CqBackend) {
     let disk = FakeDisk::new(0.5);
     store.set_disk_usage(disk.clone());
     let c = sdk::connect(broker.addr()).await.unwrap();
-    rmq_broker::admin::topic_create(broker.addr(), TOPIC, 1, 6)
+    rmq_tools::admin::topic_create(broker.addr(), TOPIC, 1, 6)
         .await
         .unwrap();
     let msg = |b: &str| OutMessage {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rmq_broker::broker::Broker;
 use rmq_broker::config::Settings;
-use rmq_broker::sdk::{self, OutMessage, PullRequest, SendCode};
+use rmq_client::{self as sdk, OutMessage, PullRequest, SendCode};
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::RequestCode;
 use rmq_tests::broker_settings;

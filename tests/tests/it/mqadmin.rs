@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rmq_broker::broker::Broker;
-use rmq_broker::sdk::{self, OutMessage, SendCode};
+use rmq_client::{self as sdk, OutMessage, SendCode};
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::RequestCode;
 use rmq_tests::java::{self, Client, JavaRun};
@@ -91,7 +91,7 @@ fn uniq_key(n: u8) -> String {
     format!("7F00000100AB0000AAAA00000000{n:04X}")
 }
 
-async fn heartbeat(client: &rmq_broker::remoting::RemotingClient, body: serde_json::Value) {
+async fn heartbeat(client: &rmq_client::RemotingClient, body: serde_json::Value) {
     let req = sdk::request(RequestCode::HeartBeat, &[]).with_body(body.to_string().into_bytes());
     sdk::call(client, req).await.unwrap();
 }

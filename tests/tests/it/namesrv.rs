@@ -10,12 +10,14 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmq_broker::meta::TopicConfig;
 use rmq_broker::namesrv::{
-    BrokerIdentity, BrokerRegistrar, DataVersion, NameServer, NameServerHandle, RegisterBrokerBody,
-    RegisterError, RegistrationProvider, TopicConfigSerializeWrapper, BROKER_EXPIRY_MS,
+    BrokerIdentity, BrokerRegistrar, NameServer, NameServerHandle, RegisterError,
+    RegistrationProvider, BROKER_EXPIRY_MS,
 };
-use rmq_broker::remoting::RemotingClient;
+use rmq_client::RemotingClient;
+use rmq_common::remoting::body::{
+    DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper,
+};
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode, SerializeType};
 use rmq_common::time::ManualClock;
 use serde_json::{json, Value};

@@ -187,7 +187,7 @@ async fn ali_ons_retry_and_dlq(backend: CqBackend) {
         run.report(&format!("retry ({backend})"))
     );
     let dlq = format!("%DLQ%{group}");
-    let out = rmq_broker::admin::read_queue(broker.addr(), &dlq, 0, 0, 10)
+    let out = rmq_tools::admin::read_queue(broker.addr(), &dlq, 0, 0, 10)
         .await
         .unwrap();
     let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("topic=")).collect();
@@ -243,7 +243,7 @@ async fn ali_ons_fails_over_when_a_broker_dies() {
         ("ons-c", CqBackend::File),
     ] {
         let b = cluster.broker(&dir.path().join(name), name, backend).await;
-        rmq_broker::admin::topic_create(b.addr(), topic, 4, 6)
+        rmq_tools::admin::topic_create(b.addr(), topic, 4, 6)
             .await
             .unwrap();
         b.registrar().unwrap().register_now().await.unwrap();

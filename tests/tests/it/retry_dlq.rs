@@ -4,15 +4,15 @@
 
 use std::time::{Duration, Instant};
 
-use rmq_broker::admin;
 use rmq_broker::broker::Broker;
 use rmq_broker::config::Settings;
-use rmq_broker::sdk::{self, OutMessage, PullRequest, PullResult, SendCode};
+use rmq_client::{self as sdk, OutMessage, PullRequest, PullResult, SendCode};
 use rmq_common::config::CqBackend;
 use rmq_common::constants::property;
 use rmq_common::message::decode_offset_msg_id;
 use rmq_common::remoting::{ConsumerSendMsgBackRequestHeader, ResponseCode};
 use rmq_tests::broker_settings;
+use rmq_tools::admin;
 
 /// Longest a test waits for one delayed or retried message.
 const ARRIVAL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -30,11 +30,7 @@ fn settings(root: &std::path::Path, backend: CqBackend, levels: &str) -> Setting
 }
 
 /// Pulls `topic`/0 from `offset` until a message arrives (bounded).
-async fn pull_one(
-    client: &rmq_broker::remoting::RemotingClient,
-    topic: &str,
-    offset: i64,
-) -> PullResult {
+async fn pull_one(client: &rmq_client::RemotingClient, topic: &str, offset: i64) -> PullResult {
     let deadline = Instant::now() + ARRIVAL_TIMEOUT;
     loop {
         let r = sdk::pull(

@@ -14,14 +14,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmq_broker::admin;
-use rmq_broker::namesrv::{TopicRouteData, AUTO_COMPRESS_BYTES};
-use rmq_broker::remoting::RemotingClient;
-use rmq_broker::sdk::{OutMessage, Producer, ProducerOptions};
+use rmq_broker::namesrv::AUTO_COMPRESS_BYTES;
+use rmq_client::RemotingClient;
+use rmq_client::{OutMessage, Producer, ProducerOptions};
 use rmq_common::config::CqBackend;
+use rmq_common::remoting::body::TopicRouteData;
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode, MAX_FRAME_BYTES};
 use rmq_common::time::ManualClock;
 use rmq_tests::cluster::TestNameServer;
+use rmq_tools::admin;
 
 const T0: i64 = 1_700_000_000_000;
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);

@@ -5,8 +5,8 @@
 //! `enablePropertyFilter` off the broker refuses SQL92 as Java does.
 
 use rmq_broker::broker::Broker;
-use rmq_broker::remoting::RemotingClient;
-use rmq_broker::sdk::{self, OutMessage, SendCode};
+use rmq_client::RemotingClient;
+use rmq_client::{self as sdk, OutMessage, SendCode};
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::{
     pull_sys_flag, PullMessageRequestHeader, RemotingCommand, RequestCode, ResponseCode,
@@ -38,7 +38,7 @@ async fn start(backend: CqBackend, enable: bool) -> (tempfile::TempDir, Broker, 
     let mut settings = broker_settings(&dir.path().join("store"), backend);
     settings.broker.enable_property_filter = enable;
     let broker = Broker::start(settings).await.unwrap();
-    rmq_broker::admin::topic_create(broker.addr(), TOPIC, 1, 6)
+    rmq_tools::admin::topic_create(broker.addr(), TOPIC, 1, 6)
         .await
         .unwrap();
     let client = sdk::connect(broker.addr()).await.unwrap();

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use rmq_broker::broker::Broker;
 use rmq_broker::config::Settings;
-use rmq_broker::sdk::{CheckedHalf, LocalTxState, OutMessage, SdkError, TransactionProducer};
+use rmq_client::{CheckedHalf, LocalTxState, OutMessage, SdkError, TransactionProducer};
 use rmq_common::config::CqBackend;
 use rmq_common::constants::{property, TRANS_CHECK_MAX_TIME_TOPIC};
 use rmq_common::message::decode_offset_msg_id;
@@ -54,7 +54,7 @@ struct Answers {
 }
 
 impl Answers {
-    fn callback(self: &Arc<Self>) -> rmq_broker::sdk::transaction::CheckCallback {
+    fn callback(self: &Arc<Self>) -> rmq_client::transaction::CheckCallback {
         let me = Arc::clone(self);
         Arc::new(move |half: &CheckedHalf| {
             me.total.fetch_add(1, Ordering::SeqCst);
@@ -282,9 +282,9 @@ async fn bad_and_repeated_end_transaction_write_nothing(backend: CqBackend) {
     )
     .await;
     // A regular message's offset is not a half.
-    let plain = rmq_broker::sdk::send(
+    let plain = rmq_client::send(
         p.client(),
-        rmq_broker::sdk::SendCode::V2,
+        rmq_client::SendCode::V2,
         GROUP,
         TOPIC,
         0,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use rmq_common::remoting::{CheckTransactionStateRequestHeader, RemotingCommand, RequestCode};
 
 use super::CheckSender;
-use crate::client::ClientManager;
+use crate::clients::ClientManager;
 
 /// Picks one live connection of the half's producer group, in turn, so the
 /// checks of a group spread over its producers (and reach another one when

@@ -16,9 +16,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use rmq_broker::bench::{ab, load, report, reput, routes, store, LoadSpec};
 use rmq_common::config::CqBackend;
 use rmq_common::FlushDiskType;
+use rmq_tools::bench::{ab, load, report, reput, routes, store, LoadSpec};
 
 #[derive(Debug, Parser)]
 #[command(name = "rmq-bench", version)]

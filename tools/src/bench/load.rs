@@ -16,7 +16,7 @@ use super::latency::{Latencies, LatencySummary};
 use super::scrape::{scrape, DispatchProbe, DispatchReport};
 use super::spec::LoadSpec;
 use super::{consumer, producer};
-use crate::sdk;
+use rmq_client as sdk;
 
 /// Gap between progress lines and between scrapes.
 const TICK: Duration = Duration::from_secs(1);

@@ -1,6 +1,5 @@
-//! The broker's own client calls over the real protocol: send, pull,
-//! offsets, heartbeat and route lookup. Used by tests, `rmq-admin` and the
-//! bench tool.
+//! One-shot client calls over the real protocol: send, pull, send-back,
+//! offsets and the generic request/answer.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -334,9 +333,3 @@ pub fn request(code: RequestCode, ext: &[(&str, String)]) -> RemotingCommand {
 pub async fn connect(addr: SocketAddr) -> Result<RemotingClient, SdkError> {
     Ok(RemotingClient::connect(addr).await?)
 }
-
-pub mod producer;
-pub use producer::{Producer, ProducerError, ProducerOptions, Sent};
-
-pub mod transaction;
-pub use transaction::{CheckedHalf, LocalTxState, TransactionProducer};

@@ -18,8 +18,9 @@ use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_common::time::Clock;
 use tokio::sync::Mutex;
 
-use super::{send, OutMessage, SdkError, SendCode, SendResult};
-use crate::namesrv::route::TopicRouteData;
+use rmq_common::remoting::body::{TopicRouteData, PERM_WRITE};
+
+use crate::calls::{refused, send, OutMessage, SdkError, SendCode, SendResult};
 use crate::remoting::{ClientError, RemotingClient};
 
 /// Settings, with RocketMQ's defaults.
@@ -298,7 +299,7 @@ impl Producer {
         let resp = client.invoke(req, self.options.timeout).await?;
         state.namesrv = Some(client);
         if resp.code != ResponseCode::Success.code() {
-            return Err(super::refused(&resp));
+            return Err(refused(&resp));
         }
         rmq_common::json::from_slice(resp.body.as_deref().unwrap_or_default())
             .map_err(|e| SdkError::BadAnswer(format!("route of {topic}: {e}")))
@@ -371,7 +372,7 @@ impl Producer {
 fn write_queues(route: &TopicRouteData) -> Vec<WriteQueue> {
     let mut out = Vec::new();
     for qd in &route.queue_datas {
-        if qd.perm & crate::meta::PERM_WRITE == 0 {
+        if qd.perm & PERM_WRITE == 0 {
             continue;
         }
         let addr = route

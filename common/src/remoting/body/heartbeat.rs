@@ -1,5 +1,6 @@
-//! The HEART_BEAT body as clients send it. Enums arrive as names or
-//! ordinals; missing sets and fields default.
+//! The HEART_BEAT body as clients send it, and CHECK_CLIENT_CONFIG's, which
+//! carries one of its subscriptions. Enums arrive as names or ordinals;
+//! missing sets and fields default.
 
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -59,6 +60,18 @@ pub struct SubscriptionData {
     pub expression_type: Option<String>,
 }
 
+/// CHECK_CLIENT_CONFIG body (Java's `CheckClientRequestBody`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CheckClientBody {
+    /// The client instance id.
+    pub client_id: String,
+    /// The consumer group.
+    pub group: String,
+    /// The subscription to check.
+    pub subscription_data: Option<SubscriptionData>,
+}
+
 fn name_or_ordinal<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     let v = serde_json::Value::deserialize(d)?;
     Ok(match v {
@@ -75,7 +88,7 @@ mod tests {
 
     #[test]
     fn accepts_names_ordinals_and_missing_sets() {
-        let h: HeartbeatData = rmq_common::json::from_str(
+        let h: HeartbeatData = crate::json::from_str(
             r#"{"clientID":"c1","consumerDataSet":[{"groupName":"g","consumeType":"CONSUME_PASSIVELY",
                 "messageModel":1,"consumeFromWhere":"CONSUME_FROM_LAST_OFFSET",
                 "subscriptionDataSet":[{"topic":"T","subString":"TagA","subVersion":5}],"unitMode":false}],
@@ -88,10 +101,9 @@ mod tests {
             h.consumer_data_set[0].subscription_data_set[0].sub_string,
             "TagA"
         );
-        let h: HeartbeatData = rmq_common::json::from_str(
-            r#"{"clientID":"c2","consumerDataSet":[{"groupName":"g"}]}"#,
-        )
-        .unwrap();
+        let h: HeartbeatData =
+            crate::json::from_str(r#"{"clientID":"c2","consumerDataSet":[{"groupName":"g"}]}"#)
+                .unwrap();
         assert!(h.consumer_data_set[0].subscription_data_set.is_empty());
         assert!(h.producer_data_set.is_empty());
     }

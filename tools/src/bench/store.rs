@@ -10,8 +10,8 @@ use rmq_common::message::MessageToStore;
 use rmq_common::StoreConfig;
 
 use super::reput::rebuild;
-use crate::metrics::process::ProcessStats;
-use crate::MessageStore;
+use rmq_broker::metrics::process::ProcessStats;
+use rmq_broker::MessageStore;
 
 /// Longest wait for reput to catch up after the last put.
 const CATCH_UP: Duration = Duration::from_secs(1800);

@@ -16,7 +16,7 @@ use rmq_common::remoting::{
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::{call, refused, OutMessage, SdkError, SendResult, DEFAULT_TIMEOUT};
+use crate::calls::{call, refused, OutMessage, SdkError, SendResult, DEFAULT_TIMEOUT};
 use crate::remoting::RemotingClient;
 
 /// What the local transaction (or a check) decided.

@@ -10,8 +10,8 @@ use super::load::{self, LoadReport};
 use super::plot;
 use super::report::secs_text;
 use super::spec::LoadSpec;
-use crate::broker::Broker;
-use crate::config::{BrokerConfig, Settings};
+use rmq_broker::broker::Broker;
+use rmq_broker::config::{BrokerConfig, Settings};
 
 /// What to compare.
 #[derive(Debug, Clone)]

@@ -21,13 +21,13 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::latency::{Latencies, LatencySummary};
-use crate::meta::TopicConfig;
-use crate::namesrv::register::{encode_body, register_request, BodyForm, BodyStats};
-use crate::namesrv::route::{
-    BrokerIdentity, DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper,
+use rmq_broker::namesrv::register::{encode_body, register_request, BodyForm, BodyStats};
+use rmq_broker::namesrv::BrokerIdentity;
+use rmq_broker::namesrv::{NameServer, BROKER_EXPIRY_MS};
+use rmq_client::RemotingClient;
+use rmq_common::remoting::body::{
+    DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper,
 };
-use crate::namesrv::{NameServer, BROKER_EXPIRY_MS};
-use crate::remoting::RemotingClient;
 
 /// What to run.
 #[derive(Debug, Clone, clap::Args)]

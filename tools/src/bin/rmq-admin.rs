@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use clap::{Parser, Subcommand};
-use rmq_broker::admin;
+use rmq_tools::admin;
 
 /// Administer an rmq broker and NameServer.
 #[derive(Debug, Parser)]

@@ -23,8 +23,10 @@ use flate2::read::ZlibDecoder;
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
 
-use super::route::{DataVersion, RegisterBrokerBody};
-use crate::meta::TopicConfig;
+use serde::{Deserialize, Serialize};
+
+use super::topic::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
+use crate::json::JsonError;
 
 /// Most bytes a compressed body may inflate to. A 20,000-topic table is
 /// about 1 MiB inflated, so this allows over a million topics per broker
@@ -32,12 +34,22 @@ use crate::meta::TopicConfig;
 /// NameServer allocate.
 pub const MAX_INFLATED_BYTES: u64 = 64 * 1024 * 1024;
 
+/// REGISTER_BROKER body.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RegisterBrokerBody {
+    /// The broker's topics.
+    pub topic_config_serialize_wrapper: TopicConfigSerializeWrapper,
+    /// Filter servers (unused).
+    pub filter_server_list: Vec<String>,
+}
+
 /// Why a REGISTER_BROKER body could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum BodyError {
     /// The JSON form is not a `RegisterBrokerBody`.
     #[error("REGISTER_BROKER body is not a RegisterBrokerBody JSON: {0}")]
-    Json(#[from] rmq_common::json::JsonError),
+    Json(#[from] JsonError),
     /// The compressed form is cut short, not zlib, or too large.
     #[error("compressed REGISTER_BROKER body: {what}: {source}")]
     Inflate {
@@ -63,7 +75,7 @@ pub enum BodyError {
         what: &'static str,
         /// The parse error.
         #[source]
-        source: rmq_common::json::JsonError,
+        source: JsonError,
     },
     /// A topic entry is not `name read write perm filter [attributes]`.
     #[error("compressed REGISTER_BROKER body: topic entry {entry:?} is malformed: {why}")]
@@ -121,7 +133,7 @@ pub fn decode(body: &[u8], compressed: bool) -> Result<RegisterBrokerBody, BodyE
         return Ok(RegisterBrokerBody::default());
     }
     if !compressed {
-        return Ok(rmq_common::json::from_slice(body)?);
+        return Ok(crate::json::from_slice(body)?);
     }
     let mut r = Inflated {
         inner: ZlibDecoder::new(body).take(MAX_INFLATED_BYTES),
@@ -129,11 +141,9 @@ pub fn decode(body: &[u8], compressed: bool) -> Result<RegisterBrokerBody, BodyE
     let mut out = RegisterBrokerBody::default();
     let version = r.bytes("data version")?;
     out.topic_config_serialize_wrapper.data_version =
-        rmq_common::json::from_slice::<DataVersion>(&version).map_err(|source| {
-            BodyError::PartJson {
-                what: "data version",
-                source,
-            }
+        crate::json::from_slice::<DataVersion>(&version).map_err(|source| BodyError::PartJson {
+            what: "data version",
+            source,
         })?;
     let topics = r.count("topic count")?;
     for _ in 0..topics {
@@ -145,7 +155,7 @@ pub fn decode(body: &[u8], compressed: bool) -> Result<RegisterBrokerBody, BodyE
     }
     let filters = r.bytes("filter server list")?;
     out.filter_server_list =
-        rmq_common::json::from_slice(&filters).map_err(|source| BodyError::PartJson {
+        crate::json::from_slice(&filters).map_err(|source| BodyError::PartJson {
             what: "filter server list",
             source,
         })?;
@@ -261,7 +271,6 @@ fn parse_topic(entry: &[u8]) -> Result<TopicConfig, BodyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::namesrv::route::TopicConfigSerializeWrapper;
 
     fn body(topics: usize) -> RegisterBrokerBody {
         RegisterBrokerBody {
@@ -302,7 +311,7 @@ mod tests {
             json.len(),
             z.len()
         );
-        assert!(z.len() < rmq_common::remoting::MAX_FRAME_BYTES / 16);
+        assert!(z.len() < crate::remoting::MAX_FRAME_BYTES / 16);
         assert_eq!(
             decode(&z, true)
                 .unwrap()

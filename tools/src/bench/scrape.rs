@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::metrics::names;
+use rmq_broker::metrics::names;
 
 /// How long one scrape may take before it counts as failed.
 const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);

@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use rmq_common::remoting::LanguageCode;
-use serde::{Deserialize, Serialize};
 
-use super::heartbeat::{HeartbeatData, SubscriptionData};
 use crate::remoting::{ConnId, Connection};
+use rmq_common::remoting::body::{
+    ClientConnection, ConsumerConnection, HeartbeatData, SubscriptionData,
+};
 
 #[derive(Debug, Clone)]
 struct Member {
@@ -27,38 +28,6 @@ struct ConsumerGroup {
     message_model: String,
     consume_type: String,
     consume_from_where: String,
-}
-
-/// One live client connection, as GET_CONSUMER_CONNECTION_LIST and
-/// GET_PRODUCER_CONNECTION_LIST report it (Java's `Connection`).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ClientConnection {
-    /// The client's address.
-    pub client_addr: String,
-    /// Its instance id.
-    pub client_id: String,
-    /// Its language name (`JAVA`, `CPP`, `GO`, ...).
-    pub language: String,
-    /// Its version ordinal (Java's `MQVersion`).
-    pub version: i32,
-}
-
-/// A consumer group as its members last described it (Java's
-/// `ConsumerConnection`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ConsumerConnection {
-    /// Live members.
-    pub connection_set: Vec<ClientConnection>,
-    /// Topic to subscription.
-    pub subscription_table: BTreeMap<String, SubscriptionData>,
-    /// `CONSUME_ACTIVELY` (pull) or `CONSUME_PASSIVELY` (push).
-    pub consume_type: String,
-    /// `CLUSTERING` or `BROADCASTING`.
-    pub message_model: String,
-    /// Where a new member starts.
-    pub consume_from_where: String,
 }
 
 /// Consumer groups whose membership changed (their members get

@@ -13,7 +13,7 @@ use rmq_common::remoting::ResponseCode;
 use tokio::time::Instant;
 
 use super::latency::Latencies;
-use crate::sdk::{self, PullRequest};
+use rmq_client::{self as sdk, PullRequest};
 
 /// Consumer group the bench pulls as.
 pub const CONSUMER_GROUP: &str = "rmq_bench_consumer";

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::latency::Latencies;
 use super::spec::{LoadSpec, SendMode};
-use crate::sdk::{self, OutMessage, SendCode};
+use rmq_client::{self as sdk, OutMessage, SendCode};
 
 /// Producer group the bench sends as.
 pub const PRODUCER_GROUP: &str = "rmq_bench_producer";

@@ -27,7 +27,7 @@ use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::codec::RemotingCodec;
+use crate::codec::RemotingCodec;
 
 /// Encoded frames queued for the writer; callers wait when it is full.
 const OUTBOUND_QUEUE: usize = 1024;
@@ -405,5 +405,5 @@ async fn write_loop(
 }
 
 #[cfg(test)]
-#[path = "client_tests.rs"]
+#[path = "remoting_tests.rs"]
 mod tests;

@@ -8,8 +8,8 @@ use rmq_common::message::decode_offset_msg_id;
 use rmq_common::message::record::RecordView;
 use rmq_common::remoting::{RemotingCommand, RequestCode};
 
-use crate::namesrv::route::{ClusterInfo, TopicConfigSerializeWrapper};
-use crate::sdk::{self, SdkError};
+use rmq_client::{self as sdk, SdkError};
+use rmq_common::remoting::body::{ClusterInfo, TopicConfig, TopicConfigSerializeWrapper};
 
 /// Creates or updates a topic on a broker.
 pub async fn topic_create(
@@ -46,10 +46,7 @@ pub async fn topic_create_many(
     let c = sdk::connect(broker).await?;
     let names: Vec<String> = (0..count).map(|n| format!("{prefix}{n}")).collect();
     for chunk in names.chunks(TOPIC_LIST_CHUNK) {
-        let list: Vec<crate::meta::TopicConfig> = chunk
-            .iter()
-            .map(|n| crate::meta::TopicConfig::new(n, queues))
-            .collect();
+        let list: Vec<TopicConfig> = chunk.iter().map(|n| TopicConfig::new(n, queues)).collect();
         let body = serde_json::to_vec(&serde_json::json!({ "topicConfigList": list }))
             .map_err(|e| SdkError::BadAnswer(e.to_string()))?;
         let req = RemotingCommand::request(RequestCode::UpdateAndCreateTopicList).with_body(body);

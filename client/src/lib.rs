@@ -1,0 +1,20 @@
+//! The client side of RocketMQ's remoting protocol, as this project's tools
+//! and tests (and the broker, towards its NameServers) use it: a framed
+//! connection that matches answers to requests, one-shot calls (send, pull,
+//! offsets), a route-aware producer and a transactional producer.
+#![forbid(unsafe_code)]
+
+pub mod calls;
+pub mod codec;
+pub mod producer;
+pub mod remoting;
+pub mod transaction;
+
+pub use calls::{
+    call, connect, pull, queue_offset, request, send, send_back, OutMessage, PullRequest,
+    PullResult, SdkError, SendCode, SendResult, DEFAULT_TIMEOUT,
+};
+pub use codec::{CodecError, RemotingCodec};
+pub use producer::{Producer, ProducerError, ProducerOptions, Sent};
+pub use remoting::{ClientError, RemotingClient};
+pub use transaction::{CheckedHalf, LocalTxState, TransactionProducer};

@@ -1,0 +1,9 @@
+//! The operator's tools: `rmq-admin` (topics, offsets, messages, cluster,
+//! broker config over the real protocol; as functions returning the text it
+//! prints, so the output is testable) and `rmq-bench` (load over the
+//! protocol, A/B runs per backend with a plot, store-level and NameServer
+//! route runs).
+#![forbid(unsafe_code)]
+
+pub mod admin;
+pub mod bench;
