@@ -19,6 +19,7 @@ pub mod json;
 pub mod message;
 pub mod names;
 pub mod remoting;
+pub mod service;
 pub mod sql92;
 pub mod time;
 

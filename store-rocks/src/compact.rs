@@ -3,45 +3,36 @@
 //! `correct_min_offset` runs, at most one compaction is pending.
 
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use rmq_common::cq::CqError;
+use rmq_common::service::{Next, Service};
 use rocksdb::{BottommostLevelCompaction, CompactOptions};
 
 use crate::db::Shared;
 
-#[derive(Default)]
-struct Flags {
-    requested: bool,
-    stop: bool,
-}
-
-/// Handle to the compaction thread.
+/// Handle to the compaction service: one pass per request.
 pub(crate) struct Compactor {
-    signal: Arc<(Mutex<Flags>, Condvar)>,
-    handle: Mutex<Option<JoinHandle<()>>>,
+    service: Mutex<Option<Service>>,
 }
 
 impl Compactor {
     pub fn spawn(shared: Arc<Shared>) -> Result<Self, CqError> {
-        let signal = Arc::new((Mutex::new(Flags::default()), Condvar::new()));
-        let thread_signal = Arc::clone(&signal);
-        let handle = std::thread::Builder::new()
-            .name("rmq-cq-rocks-compact".into())
-            .spawn(move || run(&shared, &thread_signal))
-            .map_err(|e| CqError::io("spawn the rocksdb consume-queue compaction thread", e))?;
+        let service = Service::start("rmq-cq-rocks-compact", Next::WhenWoken, move || {
+            compact_entries(&shared);
+            Next::WhenWoken
+        })
+        .map_err(|e| CqError::io("spawn the rocksdb consume-queue compaction thread", e))?;
         Ok(Self {
-            signal,
-            handle: Mutex::new(Some(handle)),
+            service: Mutex::new(Some(service)),
         })
     }
 
     /// Asks for a compaction of the entry column family.
     pub fn request(&self) {
-        let (flags, cv) = &*self.signal;
-        flags.lock().requested = true;
-        cv.notify_one();
+        if let Some(service) = self.service.lock().as_ref() {
+            service.wake();
+        }
     }
 
     /// Stops the thread after the compaction in progress, if any; a pending
@@ -49,31 +40,9 @@ impl Compactor {
     /// use the corrected min offsets, and automatic compactions run the
     /// filter too). Idempotent.
     pub fn stop(&self) {
-        let (flags, cv) = &*self.signal;
-        flags.lock().stop = true;
-        cv.notify_one();
-        if let Some(handle) = self.handle.lock().take() {
-            if handle.join().is_err() {
-                tracing::error!("the rocksdb consume-queue compaction thread panicked");
-            }
+        if let Some(service) = self.service.lock().take() {
+            service.stop("consume queue closed");
         }
-    }
-}
-
-fn run(shared: &Shared, signal: &(Mutex<Flags>, Condvar)) {
-    let (flags, cv) = signal;
-    loop {
-        {
-            let mut f = flags.lock();
-            while !f.requested && !f.stop {
-                cv.wait(&mut f);
-            }
-            if f.stop {
-                return;
-            }
-            f.requested = false;
-        }
-        compact_entries(shared);
     }
 }
 

@@ -2,11 +2,10 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
 use rmq_common::cq::ConsumeQueueStore;
+use rmq_common::service::{Next, Service};
 use rmq_common::StoreConfig;
 use rmq_store_file::commitlog::{CommitLog, FlushService, FlushSettings};
 use rmq_store_file::index::IndexService;
@@ -14,16 +13,16 @@ use rmq_store_file::root::Checkpoint;
 use rmq_store_file::StoreError;
 
 use super::clean::Cleaner;
-use super::reput::{Dispatcher, ReputThread};
+use super::reput::{spawn_reput, Dispatcher};
 use super::MessageStore;
 
 /// Running threads of a store.
 #[derive(Debug)]
 pub(crate) struct Services {
     flush: FlushService,
-    reput: ReputThread,
-    cq_flush: Periodic,
-    clean: Periodic,
+    reput: Service,
+    cq_flush: Service,
+    clean: Service,
 }
 
 impl Services {
@@ -38,7 +37,7 @@ impl Services {
     ) -> Result<Self, StoreError> {
         let flush =
             FlushService::spawn(Arc::clone(commit_log), FlushSettings::from_config(config))?;
-        let reput = ReputThread::spawn(Arc::clone(dispatcher))?;
+        let reput = spawn_reput(Arc::clone(dispatcher))?;
         let cq_flush = spawn_cq_flush(
             Duration::from_millis(config.flush_interval_consume_queue_ms),
             FlushTargets {
@@ -91,66 +90,24 @@ impl FlushTargets {
     }
 }
 
-/// A named thread that runs a step every interval until stopped; the step
-/// never runs while a stop is pending, and stop joins the thread.
-#[derive(Debug)]
-pub(crate) struct Periodic {
-    stop: Arc<(Mutex<bool>, Condvar)>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Periodic {
-    pub(crate) fn spawn(
-        name: &str,
-        interval: Duration,
-        mut step: impl FnMut() + Send + 'static,
-    ) -> Result<Self, StoreError> {
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let s = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
-            .name(name.into())
-            .spawn(move || loop {
-                {
-                    let mut stopped = s.0.lock();
-                    if !*stopped {
-                        s.1.wait_for(&mut stopped, interval);
-                    }
-                    if *stopped {
-                        return;
-                    }
-                }
-                step();
-            })
-            .map_err(|e| StoreError::io(format!("spawn the {name} thread"), e))?;
-        Ok(Self {
-            stop,
-            thread: Some(thread),
-        })
-    }
-
-    pub(crate) fn stop(mut self) {
-        self.stop_inner();
-    }
-
-    fn stop_inner(&mut self) {
-        *self.stop.0.lock() = true;
-        self.stop.1.notify_all();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for Periodic {
-    fn drop(&mut self) {
-        self.stop_inner();
-    }
+/// Starts a service that runs `step` every `interval`, first after one
+/// interval.
+fn periodic(
+    name: &str,
+    interval: Duration,
+    mut step: impl FnMut() + Send + 'static,
+) -> Result<Service, StoreError> {
+    Service::start(name, Next::After(interval), move || {
+        step();
+        Next::After(interval)
+    })
+    .map_err(|e| StoreError::io(format!("spawn the {name} thread"), e))
 }
 
 /// Flushes the consume queue, index and checkpoint every interval.
-fn spawn_cq_flush(interval: Duration, targets: FlushTargets) -> Result<Periodic, StoreError> {
+fn spawn_cq_flush(interval: Duration, targets: FlushTargets) -> Result<Service, StoreError> {
     let mut last_error_log: Option<Instant> = None;
-    Periodic::spawn("cq-flush", interval, move || {
+    periodic("cq-flush", interval, move || {
         if let Err(e) = targets.flush_all() {
             if last_error_log.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
                 tracing::error!(error = %e, "consume queue / index flush failed");
@@ -161,9 +118,9 @@ fn spawn_cq_flush(interval: Duration, targets: FlushTargets) -> Result<Periodic,
 }
 
 /// Runs a clean pass every `cleanResourceInterval`.
-fn spawn_clean(interval: Duration, cleaner: Arc<Cleaner>) -> Result<Periodic, StoreError> {
+fn spawn_clean(interval: Duration, cleaner: Arc<Cleaner>) -> Result<Service, StoreError> {
     let mut last_error_log: Option<Instant> = None;
-    Periodic::spawn("store-clean", interval, move || {
+    periodic("store-clean", interval, move || {
         if let Err(e) = cleaner.pass(super::clean::CleanTrigger::Service) {
             if last_error_log.is_none_or(|t| t.elapsed() > Duration::from_secs(60)) {
                 tracing::error!(error = %e, "CommitLog clean pass failed");
@@ -172,6 +129,11 @@ fn spawn_clean(interval: Duration, cleaner: Arc<Cleaner>) -> Result<Periodic, St
         }
     })
 }
+
+/// The reason services log at a clean shutdown.
+const SHUTDOWN: &str = "message store shutdown";
+/// The reason services log when halted as a crash would leave them.
+const HALT: &str = "halted as if crashed";
 
 impl MessageStore {
     fn flush_targets(&self) -> FlushTargets {
@@ -199,10 +161,10 @@ impl MessageStore {
         let Some(services) = self.services.lock().take() else {
             return Ok(());
         };
-        services.clean.stop();
-        services.reput.stop();
+        services.clean.stop(SHUTDOWN);
+        services.reput.stop(SHUTDOWN);
         services.flush.stop();
-        services.cq_flush.stop();
+        services.cq_flush.stop(SHUTDOWN);
         let caught_up = match self.dispatcher.catch_up() {
             Ok(_) => self.dispatcher.reput_from() >= self.commit_log.max_offset(),
             Err(e) => {
@@ -243,9 +205,9 @@ impl MessageStore {
             // way out except the CommitLog flush thread, whose final flush
             // only makes durable what a crash would have kept in the page
             // cache anyway.
-            services.clean.stop();
-            services.reput.stop();
-            services.cq_flush.stop();
+            services.clean.halt(HALT);
+            services.reput.halt(HALT);
+            services.cq_flush.halt(HALT);
             services.flush.stop();
         }
         self.commit_log.shutdown();

@@ -3,9 +3,9 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use rmq_common::service::{Next, Pass, Service, Signal};
 use rmq_common::FlushDiskType;
 
 use super::CommitLog;
@@ -43,7 +43,7 @@ impl CommitLog {
         }
         q.requests.push((end_offset, done));
         drop(q);
-        self.flush_wakeup.notify_one();
+        self.flush_signal.lock().wake();
     }
 
     /// Blocks until everything below `end_offset` is durable, or `timeout`.
@@ -153,21 +153,24 @@ impl FlushSettings {
 /// every waiter.
 #[derive(Debug)]
 pub struct FlushService {
-    log: Arc<CommitLog>,
-    thread: Option<JoinHandle<()>>,
+    service: Option<Service>,
 }
 
 impl FlushService {
     /// Starts the thread for `log`'s flushDiskType.
     pub fn spawn(log: Arc<CommitLog>, settings: FlushSettings) -> Result<Self> {
-        let worker = Arc::clone(&log);
-        let thread = std::thread::Builder::new()
-            .name("cl-flush".into())
-            .spawn(move || run(&worker, settings))
+        let signal = Signal::new();
+        *log.flush_signal.lock() = Arc::clone(&signal);
+        let pass = Flusher {
+            log,
+            settings,
+            last_thorough: Instant::now(),
+        };
+        let first = pass.idle_wait();
+        let service = Service::start_with("cl-flush", signal, first, pass)
             .map_err(|e| StoreError::io("spawn CommitLog flush thread", e))?;
         Ok(Self {
-            log,
-            thread: Some(thread),
+            service: Some(service),
         })
     }
 
@@ -177,10 +180,8 @@ impl FlushService {
     }
 
     fn stop_inner(&mut self) {
-        self.log.flush_queue.lock().stopping = true;
-        self.log.flush_wakeup.notify_all();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let Some(service) = self.service.take() {
+            service.stop("store shutdown");
         }
     }
 }
@@ -191,38 +192,51 @@ impl Drop for FlushService {
     }
 }
 
-fn run(log: &CommitLog, settings: FlushSettings) {
-    let sync = log.flush_disk_type == FlushDiskType::SyncFlush;
-    let mut last_thorough = Instant::now();
-    loop {
-        let stopping = {
-            let mut q = log.flush_queue.lock();
-            if !q.stopping && q.requests.is_empty() {
-                let wait = if sync {
-                    GROUP_COMMIT_IDLE_WAIT
-                } else {
-                    settings.interval
-                };
-                log.flush_wakeup.wait_for(&mut q, wait);
-            }
-            q.stopping
-        };
-        if stopping {
-            let failure = log.flush(0).err().map(|e| e.to_string());
-            log.answer_waiters(Some(failure.as_deref().unwrap_or("store is shutting down")));
-            return;
-        }
+/// One flush per pass: everything under SYNC_FLUSH or when writers wait,
+/// else what `flushCommitLogLeastPages` allows.
+struct Flusher {
+    log: Arc<CommitLog>,
+    settings: FlushSettings,
+    last_thorough: Instant,
+}
+
+impl Flusher {
+    /// How long to sleep when no writer waits (a request wakes it at once).
+    fn idle_wait(&self) -> Next {
+        Next::After(if self.log.flush_disk_type == FlushDiskType::SyncFlush {
+            GROUP_COMMIT_IDLE_WAIT
+        } else {
+            self.settings.interval
+        })
+    }
+}
+
+impl Pass for Flusher {
+    fn run(&mut self) -> Next {
+        let log = &self.log;
+        let sync = log.flush_disk_type == FlushDiskType::SyncFlush;
         let has_waiters = !log.flush_queue.lock().requests.is_empty();
-        let least_pages =
-            if sync || has_waiters || last_thorough.elapsed() >= settings.thorough_interval {
-                last_thorough = Instant::now();
-                0
-            } else {
-                settings.least_pages
-            };
+        let least_pages = if sync
+            || has_waiters
+            || self.last_thorough.elapsed() >= self.settings.thorough_interval
+        {
+            self.last_thorough = Instant::now();
+            0
+        } else {
+            self.settings.least_pages
+        };
         match log.flush(least_pages) {
             Ok(_) => log.answer_waiters(None),
             Err(e) => log.answer_waiters(Some(&e.to_string())),
         }
+        self.idle_wait()
+    }
+
+    /// Refuses new waiters, flushes everything, answers every waiter.
+    fn finish(&mut self, _reason: &str) {
+        let log = &self.log;
+        log.flush_queue.lock().stopping = true;
+        let failure = log.flush(0).err().map(|e| e.to_string());
+        log.answer_waiters(Some(failure.as_deref().unwrap_or("store is shutting down")));
     }
 }

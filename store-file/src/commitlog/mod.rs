@@ -15,8 +15,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use rmq_common::cq::QueueKey;
+use rmq_common::service::Signal;
 use rmq_common::time::Clock;
 use rmq_common::{FlushDiskType, StoreConfig};
 
@@ -29,7 +30,8 @@ struct PutState {
     queue_offsets: HashMap<String, HashMap<i32, i64>>,
 }
 
-/// Pending SYNC_FLUSH waiters and the flag that stops the flush thread.
+/// Pending SYNC_FLUSH waiters, and whether the flush thread has stopped
+/// taking them.
 #[derive(Default)]
 struct FlushQueue {
     requests: Vec<(i64, FlushCallback)>,
@@ -60,7 +62,8 @@ pub struct CommitLog {
     flushed_store_timestamp: AtomicI64,
     poisoned: Mutex<Option<String>>,
     flush_queue: Mutex<FlushQueue>,
-    flush_wakeup: Condvar,
+    /// Wakes the flush service; replaced each time one is started.
+    flush_signal: Mutex<Arc<Signal>>,
     /// Told how long each flush pass that wrote something took (metrics).
     flush_observer: ObserverCell,
 }
@@ -106,7 +109,7 @@ impl CommitLog {
             flushed_store_timestamp: AtomicI64::new(0),
             poisoned: Mutex::new(None),
             flush_queue: Mutex::new(FlushQueue::default()),
-            flush_wakeup: Condvar::new(),
+            flush_signal: Mutex::new(Signal::new()),
             flush_observer: ObserverCell::default(),
         };
         let report = log.recover(options)?;

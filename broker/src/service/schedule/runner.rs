@@ -3,13 +3,11 @@
 //! persists progress. Store work is blocking, so these are threads, not
 //! async tasks.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
 use rmq_common::constants::SCHEDULE_TOPIC;
+use rmq_common::service::{Next, Pass, Service, Signal};
 use rmq_common::DelayLevels;
 
 use super::{PassEnd, Scheduler};
@@ -22,59 +20,22 @@ const IDLE_WAIT: Duration = Duration::from_secs(1);
 const MAX_PARK: Duration = Duration::from_secs(1);
 /// Back-off after a pass that failed to read the consume queue.
 const ERROR_BACKOFF: Duration = Duration::from_secs(1);
-
-/// A wake-up flag per level plus the stop flag.
-#[derive(Debug)]
-struct Signals {
-    stop: AtomicBool,
-    levels: Vec<(Mutex<bool>, Condvar)>,
-}
-
-impl Signals {
-    fn slot(&self, level: i32) -> Option<&(Mutex<bool>, Condvar)> {
-        let i = usize::try_from(level).ok()?.checked_sub(1)?;
-        self.levels.get(i)
-    }
-
-    fn wake(&self, level: i32) {
-        if let Some((flag, cv)) = self.slot(level) {
-            *flag.lock() = true;
-            cv.notify_one();
-        }
-    }
-
-    fn wake_all(&self) {
-        for (flag, cv) in &self.levels {
-            *flag.lock() = true;
-            cv.notify_all();
-        }
-    }
-
-    /// Sleeps up to `timeout` unless woken (or already woken since the last
-    /// wait).
-    fn wait(&self, level: i32, timeout: Duration) {
-        if let Some((flag, cv)) = self.slot(level) {
-            let mut woken = flag.lock();
-            if !*woken && !self.stop.load(Ordering::Acquire) {
-                cv.wait_for(&mut woken, timeout);
-            }
-            *woken = false;
-        }
-    }
-
-    fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Acquire)
-    }
-}
+/// The reason the services log when the schedule service stops.
+const STOP: &str = "schedule service stop";
 
 /// Wakes a level when reput makes a new entry of its queue readable.
 #[derive(Debug)]
-struct ArrivalWaker(Arc<Signals>);
+struct ArrivalWaker(Vec<Arc<Signal>>);
 
 impl MessageArrivalListener for ArrivalWaker {
     fn arrived(&self, topic: &str, queue_id: i32, _max_offset: i64) {
-        if topic == SCHEDULE_TOPIC {
-            self.0.wake(DelayLevels::level_of_queue(queue_id));
+        if topic != SCHEDULE_TOPIC {
+            return;
+        }
+        let level = DelayLevels::level_of_queue(queue_id);
+        let slot = usize::try_from(level).ok().and_then(|l| l.checked_sub(1));
+        if let Some(signal) = slot.and_then(|i| self.0.get(i)) {
+            signal.wake();
         }
     }
 }
@@ -83,14 +44,12 @@ impl MessageArrivalListener for ArrivalWaker {
 #[derive(Debug)]
 pub struct ScheduleService {
     scheduler: Arc<Scheduler>,
-    signals: Arc<Signals>,
-    threads: Vec<JoinHandle<()>>,
-    persister: Option<JoinHandle<()>>,
-    persist_wake: Arc<(Mutex<bool>, Condvar)>,
+    levels: Vec<Service>,
+    persister: Service,
 }
 
 impl ScheduleService {
-    /// Starts one thread per level and the persister (every
+    /// Starts one service per level and the persister (every
     /// `persist_interval`). New schedule entries wake their level through
     /// an arrival listener on the store.
     pub fn start(
@@ -99,51 +58,39 @@ impl ScheduleService {
         persist_interval: Duration,
     ) -> std::io::Result<Self> {
         let max_level = scheduler.levels().max_level();
-        let signals = Arc::new(Signals {
-            stop: AtomicBool::new(false),
-            levels: (0..max_level)
-                .map(|_| (Mutex::new(false), Condvar::new()))
-                .collect(),
-        });
-        store.add_arrival_listener(Arc::new(ArrivalWaker(Arc::clone(&signals))));
-        let persist_wake = Arc::new((Mutex::new(false), Condvar::new()));
-        let mut service = Self {
-            scheduler,
-            signals,
-            threads: Vec::new(),
-            persister: None,
-            persist_wake,
-        };
-        for (level, _) in service.scheduler.levels().clone().iter() {
-            let (s, sig) = (Arc::clone(&service.scheduler), Arc::clone(&service.signals));
-            let spawned = std::thread::Builder::new()
-                .name(format!("schedule-{level}"))
-                .spawn(move || run_level(&s, &sig, level));
-            match spawned {
-                Ok(t) => service.threads.push(t),
-                Err(e) => {
-                    service.stop_threads();
-                    return Err(e);
-                }
-            }
+        let signals: Vec<Arc<Signal>> = (0..max_level).map(|_| Signal::new()).collect();
+        let mut levels = Vec::with_capacity(signals.len());
+        for (level, _) in scheduler.levels().clone().iter() {
+            let slot = usize::try_from(level - 1).ok();
+            let signal = slot
+                .and_then(|i| signals.get(i))
+                .map_or_else(Signal::new, Arc::clone);
+            let pass = LevelPass {
+                scheduler: Arc::clone(&scheduler),
+                level,
+            };
+            levels.push(Service::start_with(
+                &format!("schedule-{level}"),
+                signal,
+                Next::Now,
+                pass,
+            )?);
         }
-        let (s, sig, wake) = (
-            Arc::clone(&service.scheduler),
-            Arc::clone(&service.signals),
-            Arc::clone(&service.persist_wake),
-        );
-        let spawned = std::thread::Builder::new()
-            .name("schedule-persist".into())
-            .spawn(move || run_persister(&s, &sig, &wake, persist_interval));
-        match spawned {
-            Ok(t) => service.persister = Some(t),
-            Err(e) => {
-                service.stop_threads();
-                return Err(e);
-            }
-        }
+        store.add_arrival_listener(Arc::new(ArrivalWaker(signals)));
+        let persister = Service::start(
+            "schedule-persist",
+            Next::After(persist_interval),
+            Persister {
+                scheduler: Arc::clone(&scheduler),
+                interval: persist_interval,
+            },
+        )?;
         tracing::info!(levels = max_level, "schedule service started");
-        Ok(service)
+        Ok(Self {
+            scheduler,
+            levels,
+            persister,
+        })
     }
 
     /// The logic it runs (progress, pending counts).
@@ -151,81 +98,61 @@ impl ScheduleService {
         &self.scheduler
     }
 
-    /// Stops every thread between passes, then persists progress.
-    pub fn stop(mut self) {
-        self.stop_threads();
-        match self.scheduler.persist() {
-            Ok(()) => tracing::info!("schedule service stopped; delay offsets persisted"),
-            Err(e) => tracing::error!(error = %e, "persisting delay offsets at stop failed"),
+    /// Stops every level between passes, then the persister, which persists
+    /// progress as it stops.
+    pub fn stop(self) {
+        for level in self.levels {
+            level.stop(STOP);
         }
-    }
-
-    fn stop_threads(&mut self) {
-        self.signals.stop.store(true, Ordering::Release);
-        self.signals.wake_all();
-        {
-            let (flag, cv) = &*self.persist_wake;
-            *flag.lock() = true;
-            cv.notify_all();
-        }
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
-        if let Some(t) = self.persister.take() {
-            let _ = t.join();
-        }
+        self.persister.stop(STOP);
     }
 }
 
-impl Drop for ScheduleService {
-    fn drop(&mut self) {
-        if !self.threads.is_empty() || self.persister.is_some() {
-            self.stop_threads();
-        }
-    }
+/// One delivery pass of a level; parks until its next entry is due.
+struct LevelPass {
+    scheduler: Arc<Scheduler>,
+    level: i32,
 }
 
-fn run_level(scheduler: &Scheduler, signals: &Signals, level: i32) {
-    let clock = Arc::clone(scheduler.store.clock());
-    while !signals.stopped() {
-        let wait = match scheduler.pass(level) {
+impl Pass for LevelPass {
+    fn run(&mut self) -> Next {
+        let level = self.level;
+        match self.scheduler.pass(level) {
             Ok(pass) => match pass.ended {
-                PassEnd::Budget => Duration::ZERO,
-                PassEnd::CaughtUp => IDLE_WAIT,
+                PassEnd::Budget => Next::Now,
+                PassEnd::CaughtUp => Next::After(IDLE_WAIT),
                 PassEnd::NotDue { due_ms: at } | PassEnd::PutFailed { retry_at_ms: at } => {
-                    let ms = u64::try_from(at - clock.now_ms()).unwrap_or(0).max(1);
-                    Duration::from_millis(ms).min(MAX_PARK)
+                    let now = self.scheduler.store.clock().now_ms();
+                    let ms = u64::try_from(at - now).unwrap_or(0).max(1);
+                    Next::After(Duration::from_millis(ms).min(MAX_PARK))
                 }
             },
             Err(e) => {
                 tracing::error!(level, error = %e, "schedule pass failed");
-                ERROR_BACKOFF
+                Next::After(ERROR_BACKOFF)
             }
-        };
-        if !wait.is_zero() {
-            signals.wait(level, wait);
         }
     }
 }
 
-fn run_persister(
-    scheduler: &Scheduler,
-    signals: &Signals,
-    wake: &(Mutex<bool>, Condvar),
+/// Persists delay offsets every interval and once more at stop.
+struct Persister {
+    scheduler: Arc<Scheduler>,
     interval: Duration,
-) {
-    loop {
-        {
-            let mut woken = wake.0.lock();
-            if !*woken {
-                wake.1.wait_for(&mut woken, interval);
-            }
-        }
-        if signals.stopped() {
-            break;
-        }
-        if let Err(e) = scheduler.persist() {
+}
+
+impl Pass for Persister {
+    fn run(&mut self) -> Next {
+        if let Err(e) = self.scheduler.persist() {
             tracing::error!(error = %e, "persisting delay offsets failed");
+        }
+        Next::After(self.interval)
+    }
+
+    fn finish(&mut self, _reason: &str) {
+        match self.scheduler.persist() {
+            Ok(()) => tracing::info!("schedule service stopped; delay offsets persisted"),
+            Err(e) => tracing::error!(error = %e, "persisting delay offsets at stop failed"),
         }
     }
 }

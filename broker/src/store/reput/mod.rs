@@ -9,6 +9,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use rmq_common::cq::{ConsumeQueueStore, CqError, CqPut};
 use rmq_common::delay::{delay_level_of_view, is_schedule_topic};
 use rmq_common::message::record::RecordView;
+use rmq_common::service::{Next, Service, Signal};
 use rmq_common::{DelayLevels, DispatchRequest};
 use rmq_store_file::commitlog::CommitLog;
 use rmq_store_file::index::IndexService;
@@ -63,8 +64,8 @@ pub(crate) struct Dispatcher {
     parse_from: SharedOffset,
     visible: Arc<Visible>,
     pass_lock: Mutex<()>,
-    new_data: Mutex<bool>,
-    new_data_cv: Condvar,
+    /// Wakes the reput service after an append.
+    new_data: Arc<Signal>,
 }
 
 /// What readers can see: the offset whose units are written, the readers to
@@ -136,8 +137,7 @@ impl Dispatcher {
                 progress_cv: Condvar::new(),
             }),
             pass_lock: Mutex::new(()),
-            new_data: Mutex::new(false),
-            new_data_cv: Condvar::new(),
+            new_data: Signal::new(),
         }
     }
 
@@ -152,17 +152,7 @@ impl Dispatcher {
 
     /// Called after an append so the reput thread need not poll.
     pub(crate) fn notify_new_data(&self) {
-        *self.new_data.lock() = true;
-        self.new_data_cv.notify_one();
-    }
-
-    /// Waits for an append notification, at most `timeout`.
-    pub(crate) fn wait_for_data(&self, timeout: Duration) {
-        let mut flag = self.new_data.lock();
-        if !*flag {
-            self.new_data_cv.wait_for(&mut flag, timeout);
-        }
-        *flag = false;
+        self.new_data.wake();
     }
 
     /// Blocks until reput has passed `target`, or `timeout`.
@@ -336,66 +326,33 @@ impl Dispatcher {
     }
 }
 
-/// The reput thread.
-#[derive(Debug)]
-pub(crate) struct ReputThread {
-    stop: Arc<Mutex<bool>>,
-    dispatcher: Arc<Dispatcher>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
 /// Longest sleep between passes when no append notified us.
 const IDLE_WAIT: Duration = Duration::from_millis(10);
 /// Back-off after a failed pass, so a persistent failure does not spin.
 const FAILURE_BACKOFF: Duration = Duration::from_millis(500);
 
-impl ReputThread {
-    pub(crate) fn spawn(dispatcher: Arc<Dispatcher>) -> Result<Self, StoreError> {
-        let stop = Arc::new(Mutex::new(false));
-        let (d, s) = (Arc::clone(&dispatcher), Arc::clone(&stop));
-        let thread = std::thread::Builder::new()
-            .name("reput".into())
-            .spawn(move || {
-                let mut last_error: Option<String> = None;
-                while !*s.lock() {
-                    match d.dispatch_pass() {
-                        Ok(Pass::Progress(_)) => last_error = None,
-                        Ok(Pass::Idle) => d.wait_for_data(IDLE_WAIT),
-                        Err(e) => {
-                            let msg = e.to_string();
-                            if last_error.as_deref() != Some(msg.as_str()) {
-                                tracing::error!(error = %msg, reput_from = d.reput_from(), "reput pass failed; retrying");
-                                last_error = Some(msg);
-                            }
-                            d.wait_for_data(FAILURE_BACKOFF);
-                        }
-                    }
+/// Starts the reput service: one dispatch pass after another while there is
+/// news, woken by appends. It stops between passes (never halfway through a
+/// batch).
+pub(crate) fn spawn_reput(dispatcher: Arc<Dispatcher>) -> Result<Service, StoreError> {
+    let signal = Arc::clone(&dispatcher.new_data);
+    let mut last_error: Option<String> = None;
+    Service::start_with("reput", signal, Next::Now, move || {
+        match dispatcher.dispatch_pass() {
+            Ok(Pass::Progress(_)) => {
+                last_error = None;
+                Next::Now
+            }
+            Ok(Pass::Idle) => Next::After(IDLE_WAIT),
+            Err(e) => {
+                let msg = e.to_string();
+                if last_error.as_deref() != Some(msg.as_str()) {
+                    tracing::error!(error = %msg, reput_from = dispatcher.reput_from(), "reput pass failed; retrying");
+                    last_error = Some(msg);
                 }
-            })
-            .map_err(|e| StoreError::io("spawn reput thread", e))?;
-        Ok(Self {
-            stop,
-            dispatcher,
-            thread: Some(thread),
-        })
-    }
-
-    /// Stops between passes (never halfway through a batch).
-    pub(crate) fn stop(mut self) {
-        self.stop_inner();
-    }
-
-    fn stop_inner(&mut self) {
-        *self.stop.lock() = true;
-        self.dispatcher.notify_new_data();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+                Next::After(FAILURE_BACKOFF)
+            }
         }
-    }
-}
-
-impl Drop for ReputThread {
-    fn drop(&mut self) {
-        self.stop_inner();
-    }
+    })
+    .map_err(|e| StoreError::io("spawn reput thread", e))
 }
