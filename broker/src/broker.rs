@@ -14,13 +14,13 @@ use tokio_util::task::TaskTracker;
 
 use rmq_common::remoting::body::{DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper};
 
-use crate::clients::ClientManager;
+use crate::clients::{ClientManager, QueueLockManager};
 use crate::config::Settings;
 use crate::context::BrokerContext;
 use crate::meta::{ConsumerOffsetManager, TopicConfigManager};
 use crate::namesrv::route::BrokerIdentity;
 use crate::namesrv::{BodyForm, BrokerRegistrar, NameServer, NameServerHandle};
-use crate::processor::lock::QueueLockManager;
+
 use crate::processor::BrokerHandler;
 use crate::pull_hold::PullHoldService;
 use crate::remoting::{serve, ServerOptions};
@@ -301,7 +301,7 @@ async fn start_metrics(
 ) -> Result<Option<SocketAddr>, BrokerError> {
     let backend = ctx.store.consume_queue().backend();
     let broker = ctx.settings.broker.broker_name.clone();
-    let sampler = Arc::new(crate::metrics::Sampler::new(
+    let sampler = Arc::new(crate::sampler::Sampler::new(
         Arc::clone(ctx),
         crate::metrics::base_labels(&broker, backend.as_str()),
     ));

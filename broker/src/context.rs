@@ -5,11 +5,10 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use crate::clients::ClientManager;
+use crate::clients::{ClientManager, QueueLockManager};
 use crate::config::Settings;
 use crate::meta::{ConsumerOffsetManager, SubscriptionGroupManager, TopicConfigManager};
 use crate::metrics::BrokerStats;
-use crate::processor::lock::QueueLockManager;
 use crate::pull_hold::PullHoldService;
 use crate::service::schedule::Scheduler;
 use crate::service::transaction::Transactions;

@@ -17,6 +17,7 @@ pub mod namesrv;
 pub mod processor;
 pub mod pull_hold;
 pub mod remoting;
+pub mod sampler;
 pub mod service;
 pub mod store;
 

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::config_error::ConfigError;
+
 /// When a send is answered relative to the CommitLog flush.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum FlushDiskType {
@@ -48,26 +50,6 @@ impl CqBackend {
 impl std::fmt::Display for CqBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// A configuration value that cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("config key `{key}`: {reason}")]
-pub struct ConfigError {
-    /// The broker.conf key.
-    pub key: std::borrow::Cow<'static, str>,
-    /// What is wrong with its value.
-    pub reason: String,
-}
-
-impl ConfigError {
-    /// An error for `key`.
-    pub fn new(key: impl Into<std::borrow::Cow<'static, str>>, reason: impl Into<String>) -> Self {
-        Self {
-            key: key.into(),
-            reason: reason.into(),
-        }
     }
 }
 

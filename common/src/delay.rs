@@ -5,7 +5,7 @@
 //! `n - 1`. Levels above the table's top are clamped to it; level 0 (or a
 //! missing or unparsable property) means "not delayed".
 
-use crate::config::ConfigError;
+use crate::config_error::ConfigError;
 use crate::constants::{property, SCHEDULE_TOPIC};
 use crate::message::record::RecordView;
 use crate::message::Properties;

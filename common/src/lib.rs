@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod config;
+mod config_error;
 pub mod constants;
 pub mod cq;
 pub mod delay;

@@ -9,7 +9,7 @@ use rmq_common::cq::CqError;
 use rmq_common::service::{Next, Service};
 use rocksdb::{BottommostLevelCompaction, CompactOptions};
 
-use crate::db::Shared;
+use crate::shared::Shared;
 
 /// Handle to the compaction service: one pass per request.
 pub(crate) struct Compactor {

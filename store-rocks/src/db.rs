@@ -1,16 +1,11 @@
-//! The open database and the state the store, its writer thread and its
-//! compaction thread share.
+//! The open database: its column families and its write options.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::path::Path;
 
-use parking_lot::{Mutex, RwLock};
 use rmq_common::cq::CqError;
 use rocksdb::{Cache, ColumnFamily, Options, WriteBatch, WriteOptions, DB};
 
 use crate::error::engine;
-use crate::offsets::OffsetCache;
 use crate::options::{DbOptions, CF_ENTRIES, CF_OFFSETS};
 
 /// An open RocksDB with the options it was opened with.
@@ -62,89 +57,5 @@ impl Db {
         self.db
             .write_opt(batch, &self.write_opts)
             .map_err(|e| engine(context.to_owned(), e))
-    }
-}
-
-/// State shared by the store, its writer thread and its compaction thread.
-///
-/// Lock order: never wait for the writer thread while holding `db`; take
-/// `write_lock` before `offsets`. `db` is only write-locked by `close`, after
-/// both threads were stopped.
-pub(crate) struct Shared {
-    /// The database; `None` once closed (which releases its files and lock).
-    pub db: RwLock<Option<Db>>,
-    /// Per-queue min/max and the dispatched offset, as last written.
-    pub offsets: RwLock<OffsetCache>,
-    /// Serializes every database mutation with the cache update that follows
-    /// it, so idempotency checks see the state the next write builds on.
-    pub write_lock: Mutex<()>,
-    /// The CommitLog min offset (`correct_min_offset`); read by the
-    /// compaction filter, never lowered.
-    pub commit_log_min: Arc<AtomicI64>,
-    /// Why writes are refused, once one failed.
-    pub poison: Mutex<Option<String>>,
-    /// `close` was called.
-    pub closed: AtomicBool,
-    /// Units queued for the writer thread and not yet written.
-    pub pending_units: AtomicU64,
-    /// The database folder, for messages.
-    pub dir: PathBuf,
-    /// Test hook: the next group commit fails as if RocksDB refused it.
-    #[cfg(test)]
-    pub fail_next_write: AtomicBool,
-}
-
-impl Shared {
-    pub fn new(db: Db, offsets: OffsetCache, commit_log_min: Arc<AtomicI64>, dir: PathBuf) -> Self {
-        Self {
-            db: RwLock::new(Some(db)),
-            offsets: RwLock::new(offsets),
-            write_lock: Mutex::new(()),
-            commit_log_min,
-            poison: Mutex::new(None),
-            closed: AtomicBool::new(false),
-            pending_units: AtomicU64::new(0),
-            dir,
-            #[cfg(test)]
-            fail_next_write: AtomicBool::new(false),
-        }
-    }
-
-    /// `Err(Closed)` after `close`.
-    pub fn check_open(&self) -> Result<(), CqError> {
-        if self.closed.load(Ordering::Acquire) {
-            Err(CqError::Closed)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// `Err(Poisoned)` after a failed write.
-    pub fn check_writable(&self) -> Result<(), CqError> {
-        match self.poison.lock().as_ref() {
-            Some(reason) => Err(CqError::Poisoned {
-                reason: reason.clone(),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// Refuses every later write, remembering the first reason.
-    pub fn poison(&self, err: &CqError) {
-        let mut poison = self.poison.lock();
-        if poison.is_none() {
-            tracing::error!(dir = %self.dir.display(), error = %err, "rocksdb consume queue refuses writes from now on");
-            *poison = Some(err.to_string());
-        }
-    }
-
-    /// Runs `f` on the database, or fails with `Closed` once it was closed.
-    /// Does not look at `closed`: `close` itself still flushes through here.
-    pub fn with_db<T>(&self, f: impl FnOnce(&Db) -> Result<T, CqError>) -> Result<T, CqError> {
-        let guard = self.db.read();
-        match guard.as_ref() {
-            Some(db) => f(db),
-            None => Err(CqError::Closed),
-        }
     }
 }

@@ -36,6 +36,7 @@ mod maintain;
 mod offsets;
 mod options;
 mod search;
+mod shared;
 mod stats;
 mod store;
 mod writer;

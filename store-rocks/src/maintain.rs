@@ -8,10 +8,11 @@ use rmq_common::constants::CHECKPOINT_TOPIC;
 use rmq_common::cq::{CqError, QueueKey};
 use rocksdb::{ColumnFamily, WriteBatch};
 
-use crate::db::{Db, Shared};
+use crate::db::Db;
 use crate::key::{self, OffsetKind, OffsetValue};
 use crate::offsets::{LastUnit, QueueState};
 use crate::search;
+use crate::shared::Shared;
 
 /// What a min correction did to a queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,8 @@ use rocksdb::properties::{
 };
 use rocksdb::statistics::Ticker;
 
-use crate::db::{Db, Shared};
+use crate::db::Db;
+use crate::shared::Shared;
 
 /// Collects the stats; engine numbers are zero once the store is closed.
 pub(crate) fn collect(shared: &Shared) -> CqStats {

@@ -15,9 +15,10 @@ use rmq_common::StoreConfig;
 use rocksdb::{FlushOptions, ReadOptions};
 
 use crate::compact::Compactor;
-use crate::db::{Db, Shared};
+use crate::db::Db;
 use crate::error::engine_ctx;
 use crate::key::{self, EntryValue};
+use crate::shared::Shared;
 use crate::writer::{PutRequest, Writer};
 use crate::{maintain, offsets, options, search, stats};
 

@@ -16,10 +16,11 @@ use rmq_common::cq::{CqError, CqPut, PutCallback, QueueKey};
 use rocksdb::WriteBatch;
 use rustc_hash::FxHashMap;
 
-use crate::db::{Db, Shared};
+use crate::db::Db;
 use crate::key::{self, EntryValue};
 use crate::maintain::{self, Correction};
 use crate::offsets::{LastUnit, OffsetCache, QueueState};
+use crate::shared::Shared;
 
 /// One `put_async` call.
 pub(crate) struct PutRequest {

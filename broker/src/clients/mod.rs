@@ -1,6 +1,9 @@
 //! Producer and consumer connections, grouped as RocketMQ's
-//! ProducerManager / ConsumerManager keep them.
+//! ProducerManager / ConsumerManager keep them, and the queue locks of
+//! orderly consumers.
 
+mod locks;
 mod manager;
 
+pub use locks::{QueueLockManager, LOCK_MAX_LIVE_MS};
 pub use manager::{ClientManager, GroupChange};

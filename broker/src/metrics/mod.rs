@@ -1,6 +1,7 @@
 //! Prometheus metrics: the process-wide recorder, the names (DESIGN section
-//! 8), the per-store handles the hot paths record into, the sampler that
-//! sets gauges, and the `/metrics` endpoint.
+//! 8), the per-store handles the hot paths record into, and the `/metrics`
+//! endpoint. The sampler that reads the broker's state into gauges is
+//! `crate::sampler`, beside the broker that owns that state.
 //!
 //! Every series carries `broker` and `backend` labels, so two brokers side
 //! by side (or in one test process) are told apart. Label values come from
@@ -8,12 +9,10 @@
 
 mod http;
 pub mod process;
-mod sampler;
 mod store;
 pub mod tps;
 
 pub use http::serve_metrics;
-pub use sampler::{Sampler, CONSUMER_LAG_SERIES_MAX};
 pub use store::{topic_class, StoreMetrics, Totals, TOPIC_CLASSES};
 pub use tps::BrokerStats;
 

@@ -9,8 +9,8 @@ use metrics::Label;
 use rmq_common::config::CqBackend;
 use rmq_common::message::record::RecordView;
 
-use super::names;
 use crate::context::BrokerContext;
+use crate::metrics::names;
 use crate::service::transaction::TRANS_GROUP;
 use crate::store::clean::{DiskUsage, FsDiskUsage};
 
@@ -154,7 +154,7 @@ impl Sampler {
         if let Some(used) = FsDiskUsage(root.clone()).used_ratio() {
             self.gauge(names::STORE_DISK_USED_RATIO, used);
         }
-        let stats = super::process::ProcessStats::sample();
+        let stats = crate::metrics::process::ProcessStats::sample();
         for (name, value) in [
             (names::OPEN_FILES, stats.open_files),
             (names::MEMORY_MAPS, stats.memory_maps),
