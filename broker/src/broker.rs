@@ -17,6 +17,7 @@ use rmq_common::remoting::body::{DataVersion, RegisterBrokerBody, TopicConfigSer
 use crate::clients::{ClientManager, QueueLockManager};
 use crate::config::Settings;
 use crate::context::BrokerContext;
+pub use crate::error::BrokerError;
 use crate::meta::{ConsumerOffsetManager, TopicConfigManager};
 use crate::namesrv::route::BrokerIdentity;
 use crate::namesrv::{BodyForm, BrokerRegistrar, NameServer, NameServerHandle};
@@ -32,26 +33,6 @@ use crate::store::MessageStore;
 
 /// Longest a shutdown waits for connection tasks to finish.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-
-/// Why the broker could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum BrokerError {
-    /// The store could not be opened.
-    #[error("message store: {0}")]
-    Store(#[from] rmq_store_file::StoreError),
-    /// A listener could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        /// The address.
-        addr: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Registration with the NameServers failed at start.
-    #[error("registration with the NameServer failed: {0}")]
-    Register(String),
-}
 
 /// A running broker.
 #[derive(Debug)]
@@ -98,7 +79,10 @@ impl Broker {
             MessageStore::open_for_broker(store_config, &broker_name)
         })
         .await
-        .map_err(|e| BrokerError::Register(format!("store open task failed: {e}")))??;
+        .map_err(|source| BrokerError::Join {
+            task: "store open",
+            source,
+        })??;
         let store = Arc::new(store);
         let root = settings.store.store_path_root_dir.clone();
         let topics = Arc::new(TopicConfigManager::open(
@@ -109,17 +93,22 @@ impl Broker {
         let groups = Arc::new(crate::meta::SubscriptionGroupManager::open(&root)?);
         let pull_hold = Arc::new(PullHoldService::new());
         store.add_arrival_listener(Arc::clone(&pull_hold) as _);
-        let scheduler = Arc::new(Scheduler::open(
-            Arc::clone(&store),
-            Arc::clone(&store) as _,
-        )?);
+        let scheduler = Arc::new(
+            Scheduler::open(Arc::clone(&store), Arc::clone(&store) as _).map_err(|source| {
+                BrokerError::Service {
+                    service: "schedule",
+                    source,
+                }
+            })?,
+        );
         let schedule = ScheduleService::start(
             Arc::clone(&scheduler),
             &store,
             Duration::from_millis(settings.store.flush_delay_offset_interval_ms),
         )
-        .map_err(|e| {
-            BrokerError::Store(rmq_store_file::StoreError::io("start schedule threads", e))
+        .map_err(|source| BrokerError::Spawn {
+            service: "schedule",
+            source,
         })?;
         let transactions = Arc::new(Transactions::open(
             Arc::clone(&store),
@@ -137,11 +126,9 @@ impl Broker {
             addr,
             Duration::from_millis(settings.broker.transaction_check_interval_ms),
         )
-        .map_err(|e| {
-            BrokerError::Store(rmq_store_file::StoreError::io(
-                "start transaction check thread",
-                e,
-            ))
+        .map_err(|source| BrokerError::Spawn {
+            service: "transaction check",
+            source,
         })?;
         let ctx = Arc::new(BrokerContext {
             settings,
@@ -494,7 +481,7 @@ async fn start_registrar(
     registrar
         .register_now()
         .await
-        .map_err(|e| BrokerError::Register(e.to_string()))?;
+        .map_err(BrokerError::Register)?;
     let (changed, cancel, trigger) = (
         Arc::clone(&ctx.topics_changed),
         cancel.clone(),

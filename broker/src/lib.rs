@@ -10,6 +10,7 @@ pub mod broker;
 pub mod clients;
 pub mod config;
 pub mod context;
+pub mod error;
 pub mod logging;
 pub mod meta;
 pub mod metrics;

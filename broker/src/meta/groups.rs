@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::error::MetaError;
 use parking_lot::RwLock;
 use rmq_common::remoting::body::{DataVersion, SubscriptionGroupConfig};
-use rmq_store_file::StoreError;
 use serde::{Deserialize, Serialize};
 
 use super::{read_json, write_json};
@@ -30,7 +30,7 @@ pub struct SubscriptionGroupManager {
 
 impl SubscriptionGroupManager {
     /// Loads the file under the store root.
-    pub fn open(root: &std::path::Path) -> Result<Self, StoreError> {
+    pub fn open(root: &std::path::Path) -> Result<Self, MetaError> {
         let path = root.join("config").join("subscriptionGroup.json");
         let file = read_json(&path)?.unwrap_or_default();
         Ok(Self {
@@ -59,7 +59,7 @@ impl SubscriptionGroupManager {
     }
 
     /// Creates or replaces a group and persists the table.
-    pub fn upsert(&self, config: SubscriptionGroupConfig) -> Result<(), StoreError> {
+    pub fn upsert(&self, config: SubscriptionGroupConfig) -> Result<(), MetaError> {
         self.change(|f| {
             f.subscription_group_table
                 .insert(config.group_name.clone(), config);
@@ -68,7 +68,7 @@ impl SubscriptionGroupManager {
     }
 
     /// Deletes a group (true if it existed) and persists the table.
-    pub fn delete(&self, group: &str) -> Result<bool, StoreError> {
+    pub fn delete(&self, group: &str) -> Result<bool, MetaError> {
         let mut existed = false;
         self.change(|f| {
             existed = f.subscription_group_table.remove(group).is_some();
@@ -77,7 +77,7 @@ impl SubscriptionGroupManager {
         Ok(existed)
     }
 
-    fn change(&self, f: impl FnOnce(&mut GroupsFile) -> bool) -> Result<(), StoreError> {
+    fn change(&self, f: impl FnOnce(&mut GroupsFile) -> bool) -> Result<(), MetaError> {
         let mut s = self.state.write();
         if !f(&mut s) {
             return Ok(());

@@ -11,38 +11,43 @@ pub use topics::TopicConfigManager;
 
 use std::path::Path;
 
-use rmq_store_file::StoreError;
+use crate::error::MetaError;
 
 /// Reads a JSON file, or `None` if it does not exist.
 pub(crate) fn read_json<T: serde::de::DeserializeOwned>(
     path: &Path,
-) -> Result<Option<T>, StoreError> {
+) -> Result<Option<T>, MetaError> {
     match std::fs::read(path) {
-        Ok(bytes) => {
-            rmq_common::json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|e| StoreError::Corrupt {
-                    path: path.to_owned(),
-                    offset: 0,
-                    detail: format!("not valid JSON: {e}"),
-                })
-        }
+        Ok(bytes) => rmq_common::json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|source| MetaError::Invalid {
+                path: path.to_owned(),
+                source,
+            }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(StoreError::io(format!("read {}", path.display()), e)),
+        Err(source) => Err(MetaError::Io {
+            action: "read",
+            path: path.to_owned(),
+            source,
+        }),
     }
 }
 
 /// Writes a JSON file atomically (temp file, fsync, rename).
-pub(crate) fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), StoreError> {
+pub(crate) fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), MetaError> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| StoreError::io(format!("create {}", dir.display()), e))?;
+        std::fs::create_dir_all(dir).map_err(|source| MetaError::Io {
+            action: "create the folder of",
+            path: path.to_owned(),
+            source,
+        })?;
     }
-    let bytes = serde_json::to_vec_pretty(value).map_err(|e| {
-        StoreError::io(
-            format!("encode {}", path.display()),
-            std::io::Error::other(e),
-        )
+    let bytes = serde_json::to_vec_pretty(value).map_err(|source| MetaError::Encode {
+        path: path.to_owned(),
+        source,
     })?;
-    rmq_store_file::root::write_atomically(path, &bytes)
+    rmq_store_file::root::write_atomically(path, &bytes).map_err(|source| MetaError::Write {
+        path: path.to_owned(),
+        source,
+    })
 }

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::error::MetaError;
 use parking_lot::Mutex;
-use rmq_store_file::StoreError;
 use serde::{Deserialize, Serialize};
 
 use super::{read_json, write_json};
@@ -31,7 +31,7 @@ fn key(topic: &str, group: &str) -> String {
 
 impl ConsumerOffsetManager {
     /// Loads the file under the store root.
-    pub fn open(root: &std::path::Path) -> Result<Self, StoreError> {
+    pub fn open(root: &std::path::Path) -> Result<Self, MetaError> {
         let path = root.join("config").join("consumerOffset.json");
         let file = read_json(&path)?.unwrap_or_default();
         Ok(Self {
@@ -125,7 +125,7 @@ impl ConsumerOffsetManager {
     }
 
     /// Writes the table if it changed since the last write.
-    pub fn persist(&self) -> Result<(), StoreError> {
+    pub fn persist(&self) -> Result<(), MetaError> {
         let snapshot = {
             let mut s = self.state.lock();
             if !s.1 {

@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
+use crate::error::MetaError;
 use parking_lot::RwLock;
 use rmq_common::constants::{AUTO_CREATE_TOPIC, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
 use rmq_common::names::validate_topic;
 use rmq_common::remoting::body::{TopicConfig, TopicConfigSerializeWrapper};
-use rmq_store_file::StoreError;
 
 use super::{read_json, write_json};
 
@@ -49,13 +49,13 @@ pub enum TopicError {
     },
     /// Persisting failed.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Meta(#[from] MetaError),
 }
 
 impl TopicConfigManager {
     /// Loads `config/topics.json` under the store root (or starts with the
     /// system topics) .
-    pub fn open(root: &std::path::Path, default_queue_nums: i32) -> Result<Self, StoreError> {
+    pub fn open(root: &std::path::Path, default_queue_nums: i32) -> Result<Self, MetaError> {
         let path = root.join("config").join("topics.json");
         let mut file: TopicsFile = read_json(&path)?.unwrap_or_default();
         file.topic_config_table
@@ -135,7 +135,7 @@ impl TopicConfigManager {
     }
 
     /// Removes a topic.
-    pub fn delete(&self, topic: &str) -> Result<bool, StoreError> {
+    pub fn delete(&self, topic: &str) -> Result<bool, MetaError> {
         let mut s = self.state.write();
         let existed = s.topic_config_table.remove(topic).is_some();
         if existed {
@@ -149,6 +149,22 @@ impl TopicConfigManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bad_topics_file_is_a_meta_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(config.join("topics.json"), b"{\"topicConfigTable\": [1,").unwrap();
+        let err = TopicConfigManager::open(dir.path(), 8).unwrap_err();
+        assert!(matches!(err, MetaError::Invalid { .. }), "{err:?}");
+        let text = err.to_string();
+        assert!(
+            text.contains("topics.json") && text.contains("is not valid"),
+            "{text}"
+        );
+        assert!(!text.contains("offset"), "{text}");
+    }
 
     #[test]
     fn create_persist_reload() {

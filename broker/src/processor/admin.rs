@@ -62,7 +62,7 @@ pub async fn delete_topic(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Ha
     }
     let ctx2 = Arc::clone(ctx);
     let t = topic.clone();
-    blocking(move || -> Result<(), rmq_store_file::StoreError> {
+    blocking(move || -> Result<(), Refusal> {
         ctx2.topics.delete(&t)?;
         ctx2.store.delete_topic(&t)?;
         ctx2.offsets.remove_topic(&t);

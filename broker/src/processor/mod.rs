@@ -273,6 +273,14 @@ impl From<rmq_store_file::StoreError> for Refusal {
     }
 }
 
+/// A meta file that cannot be written is the broker's fault, not the
+/// request's.
+impl From<crate::error::MetaError> for Refusal {
+    fn from(e: crate::error::MetaError) -> Self {
+        Self::new(ResponseCode::SystemError, e.to_string())
+    }
+}
+
 /// Result of a processor.
 pub type Handled = Result<RemotingCommand, Refusal>;
 

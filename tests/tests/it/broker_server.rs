@@ -406,3 +406,36 @@ async fn broker_registers_with_a_standalone_namesrv_over_tcp() {
     broker.shutdown().await;
     ns.shutdown().await;
 }
+
+/// A broker whose `config/topics.json` is damaged does not start, and says
+/// which file is wrong (not a store offset); nothing of the store is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_topics_file_stops_start_up_with_the_file_named() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let broker = start(dir.path(), CqBackend::File).await;
+        let c = sdk::connect(broker.addr()).await.unwrap();
+        let sent = sdk::send(&c, SendCode::V2, "p", "meta-t", 0, &[msg("kept", "A")])
+            .await
+            .unwrap();
+        assert_eq!(sent.queue_offset, 0);
+        broker.shutdown().await;
+    }
+    let topics = dir.path().join("config").join("topics.json");
+    let good = std::fs::read(&topics).unwrap();
+    std::fs::write(&topics, b"{\"topicConfigTable\": {\"meta-t\": ").unwrap();
+    let err = Broker::start(broker_settings(dir.path(), CqBackend::File))
+        .await
+        .expect_err("a damaged topics.json stops start-up");
+    let text = err.to_string();
+    assert!(text.contains("topics.json"), "{text}");
+    assert!(text.contains("is not valid"), "{text}");
+    assert!(!text.contains("message store"), "{text}");
+
+    std::fs::write(&topics, good).unwrap();
+    let broker = start(dir.path(), CqBackend::File).await;
+    let c = sdk::connect(broker.addr()).await.unwrap();
+    let pulled = sdk::pull(&c, &pull_req("meta-t", 0, 0, "*")).await.unwrap();
+    assert_eq!(pulled.messages.len(), 1);
+    broker.shutdown().await;
+}

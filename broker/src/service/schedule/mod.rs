@@ -29,6 +29,8 @@ use rmq_common::message::record::RecordView;
 use rmq_common::DelayLevels;
 use rmq_store_file::StoreError;
 
+use crate::error::{MetaError, ServiceError};
+
 use crate::store::MessageStore;
 
 /// Most entries one pass handles before it yields (so a level with a large
@@ -82,7 +84,10 @@ impl Scheduler {
     /// Loads the progress table from the store's `config/` folder and puts
     /// each level's offset back inside its queue's current range. Delivered
     /// messages go through `sink` (the store itself in a broker).
-    pub fn open(store: Arc<MessageStore>, sink: Arc<dyn DeliverySink>) -> Result<Self, StoreError> {
+    pub fn open(
+        store: Arc<MessageStore>,
+        sink: Arc<dyn DeliverySink>,
+    ) -> Result<Self, ServiceError> {
         let levels = store.delay_levels().clone();
         let offsets =
             DelayOffsetTable::open(&store.config().store_path_root_dir, levels.max_level())?;
@@ -141,7 +146,7 @@ impl Scheduler {
     }
 
     /// Persists the progress table.
-    pub fn persist(&self) -> Result<(), StoreError> {
+    pub fn persist(&self) -> Result<(), MetaError> {
         self.offsets.persist()
     }
 

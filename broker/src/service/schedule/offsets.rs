@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use rmq_store_file::StoreError;
+use crate::error::MetaError;
 use serde::{Deserialize, Serialize};
 
 use crate::meta::{read_json, write_json};
@@ -29,7 +29,7 @@ impl DelayOffsetTable {
     /// Loads `<root>/config/delayOffset.json` for `max_level` levels; levels
     /// the file does not name start at 0, levels beyond `max_level` (the
     /// table shrank) are dropped with a warning.
-    pub fn open(root: &Path, max_level: i32) -> Result<Self, StoreError> {
+    pub fn open(root: &Path, max_level: i32) -> Result<Self, MetaError> {
         let path = root.join("config").join("delayOffset.json");
         let file: DelayOffsetFile = read_json(&path)?.unwrap_or_default();
         let offsets: Vec<AtomicI64> = (1..=max_level)
@@ -61,7 +61,7 @@ impl DelayOffsetTable {
     }
 
     /// Writes the table atomically.
-    pub fn persist(&self) -> Result<(), StoreError> {
+    pub fn persist(&self) -> Result<(), MetaError> {
         let file = DelayOffsetFile {
             offset_table: (1..)
                 .zip(self.offsets.iter())

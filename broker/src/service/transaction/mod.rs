@@ -38,6 +38,8 @@ use rmq_common::remoting::{
 use rmq_store_file::commitlog::AppendResult;
 use rmq_store_file::StoreError;
 
+use crate::error::{MetaError, ServiceError};
+
 use crate::meta::ConsumerOffsetManager;
 use crate::store::MessageStore;
 
@@ -333,7 +335,7 @@ impl Transactions {
         &self,
         sender: &dyn CheckSender,
         store_host: std::net::SocketAddr,
-    ) -> Result<CheckPass, StoreError> {
+    ) -> Result<CheckPass, ServiceError> {
         let mut out = CheckPass::default();
         let mut checks: Vec<(String, CheckTransactionStateRequestHeader, i64)> = Vec::new();
         {
@@ -349,13 +351,16 @@ impl Transactions {
                 && out.checked + out.moved + out.resolved < MAX_HALVES_PER_PASS
             {
                 units.clear();
-                self.store.consume_queue().get(
-                    TRANS_HALF_TOPIC,
-                    0,
-                    state.half_progress,
-                    READ_BATCH,
-                    &mut units,
-                )?;
+                self.store
+                    .consume_queue()
+                    .get(
+                        TRANS_HALF_TOPIC,
+                        0,
+                        state.half_progress,
+                        READ_BATCH,
+                        &mut units,
+                    )
+                    .map_err(StoreError::from)?;
                 if units.is_empty() {
                     break;
                 }
@@ -461,7 +466,7 @@ impl Transactions {
         Ok(out)
     }
 
-    fn persist_locked(&self, state: &TxState) -> Result<(), StoreError> {
+    fn persist_locked(&self, state: &TxState) -> Result<(), MetaError> {
         self.offsets
             .commit(TRANS_GROUP, TRANS_HALF_TOPIC, 0, state.half_progress);
         self.offsets
@@ -470,7 +475,7 @@ impl Transactions {
     }
 
     /// Persists the walk's progress.
-    pub fn persist(&self) -> Result<(), StoreError> {
+    pub fn persist(&self) -> Result<(), MetaError> {
         let state = self.state.lock();
         self.persist_locked(&state)
     }
