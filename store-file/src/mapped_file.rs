@@ -259,15 +259,16 @@ impl MappedFile {
         Some(unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(pos), len) })
     }
 
-    /// Moves the write position (recovery, truncation). Bytes from `pos` to
-    /// the old position are zeroed so that a later scan cannot mistake them
-    /// for data. No reader may hold a slice above `pos`.
-    pub fn truncate_to(&self, pos: usize) {
+    /// Moves the write position back (truncation). Bytes from `pos` to the
+    /// old position are zeroed so that a later scan cannot mistake them for
+    /// data. `&mut self`: no slice of this mapping can be alive meanwhile.
+    pub fn truncate_to(&mut self, pos: usize) {
         let pos = pos.min(self.file_size);
         let old = self.wrote_position();
         if old > pos {
-            // SAFETY: `pos..old` is inside the mapping; the caller guarantees
-            // no reader holds a slice of it and no writer is active.
+            // SAFETY: `pos..old` is inside the mapping; slices borrow `self`,
+            // so with `&mut self` none is alive, and the writer (which needs
+            // `&self`) is not active either.
             unsafe {
                 std::ptr::write_bytes(self.map.as_mut_ptr().add(pos), 0, old - pos);
             }
@@ -362,8 +363,9 @@ impl MappedFile {
     /// there to the end of the file, so that bytes left by a crash past the
     /// valid tail can never be read as records later. Only extents that hold
     /// data are read (`SEEK_DATA`), so a sparse 1 GiB segment costs little.
-    /// No reader or writer may be active. Returns the number of bytes zeroed.
-    pub fn truncate_and_scrub(&self, pos: usize) -> io::Result<usize> {
+    /// `&mut self`: no reader or writer can be active. Returns the number of
+    /// bytes zeroed.
+    pub fn truncate_and_scrub(&mut self, pos: usize) -> io::Result<usize> {
         use std::os::fd::AsRawFd;
         let pos = pos.min(self.file_size);
         let fd = self.file.as_raw_fd();
@@ -391,8 +393,8 @@ impl MappedFile {
             let mut page = start;
             while page < end {
                 let len = (PAGE_SIZE - page % PAGE_SIZE).min(end - page);
-                // SAFETY: `page..page+len` is inside the mapping; recovery
-                // runs before any reader or writer exists (caller contract).
+                // SAFETY: `page..page+len` is inside the mapping; `&mut self`
+                // means no reader or writer is active.
                 let bytes = unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(page), len) };
                 if bytes.iter().any(|b| *b != 0) {
                     // SAFETY: same range, same exclusivity.
@@ -420,7 +422,7 @@ mod tests {
     fn append_read_flush_truncate() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("00000000000000000000");
-        let f = MappedFile::create(&path, 0, 8192).unwrap();
+        let mut f = MappedFile::create(&path, 0, 8192).unwrap();
         assert_eq!(f.append(b"hello"), Some(0));
         assert_eq!(f.append(b"world"), Some(5));
         assert_eq!(f.slice(0, 10), Some(&b"helloworld"[..]));

@@ -182,18 +182,39 @@ impl CommitLog {
                 }
             }
         }
-        let tail_seg = Arc::clone(&segs[idx]);
-        let tail = tail_seg.file_from_offset() + rel as i64;
+        let tail_start = segs[idx].file_from_offset();
+        let tail_path = segs[idx].path().to_owned();
+        let tail = tail_start + rel as i64;
+        // The cut needs the only reference to the tail segment.
         drop(segs);
-        let deleted_segments = self.segments.delete_after(tail_seg.file_from_offset())?;
+        let deleted_segments = self.segments.delete_after(tail_start)?;
         let zeroed_bytes = if cut || options.abnormal {
-            tail_seg.truncate_and_scrub(rel).map_err(|e| {
-                StoreError::io(format!("cut tail of {}", tail_seg.path().display()), e)
-            })? as u64
+            self.segments
+                .with_last_exclusive(|seg| seg.truncate_and_scrub(rel))
+                .ok_or_else(|| {
+                    StoreError::io(
+                        format!("cut tail of {}", tail_path.display()),
+                        std::io::Error::other("the segment is in use during recovery"),
+                    )
+                })?
+                .map_err(|e| StoreError::io(format!("cut tail of {}", tail_path.display()), e))?
+                as u64
         } else {
-            tail_seg.set_wrote_position(rel);
+            if let Some(seg) = self.segments.last() {
+                seg.set_wrote_position(rel);
+            }
             0
         };
+        let tail_seg = self
+            .segments
+            .last()
+            .filter(|s| s.file_from_offset() == tail_start)
+            .ok_or_else(|| {
+                StoreError::io(
+                    format!("sync {}", tail_path.display()),
+                    std::io::Error::other("the tail segment vanished during recovery"),
+                )
+            })?;
         // Whatever survived is on disk or in the page cache; sync it so the
         // flushed offset can honestly start at the tail.
         tail_seg

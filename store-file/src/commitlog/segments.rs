@@ -206,6 +206,15 @@ impl SegmentQueue {
         self.segments.read().last().cloned()
     }
 
+    /// Runs `f` on the newest segment with exclusive access (recovery cuts
+    /// its tail this way). `None` when there is no segment, or when another
+    /// reference to it is alive, so a reader could hold a slice of it.
+    pub fn with_last_exclusive<R>(&self, f: impl FnOnce(&mut MappedFile) -> R) -> Option<R> {
+        let mut segs = self.segments.write();
+        let last = segs.last_mut()?;
+        Arc::get_mut(last).map(f)
+    }
+
     /// The segment holding `offset`.
     pub fn find(&self, offset: i64) -> Option<Arc<MappedFile>> {
         let segs = self.segments.read();

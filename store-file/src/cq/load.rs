@@ -241,7 +241,7 @@ fn scan_end(path: &Path, file_size: i64) -> Result<i64, CqError> {
 
 /// Zeroes a segment from byte `at` to its end, durably.
 fn zero_from(path: &Path, at: usize, size: usize) -> Result<(), CqError> {
-    let file = MappedFile::open(path, 0, size).map_err(io_err("map", path))?;
+    let mut file = MappedFile::open(path, 0, size).map_err(io_err("map", path))?;
     file.truncate_to(at);
     drop(file);
     File::open(path)

@@ -48,14 +48,26 @@ impl QueueHandle {
                 self.destroy_segment(seg, env)?;
             }
         }
-        if let Some(idx) = st.segments.len().checked_sub(1) {
-            let file = self.map_segment(st, idx, env)?;
-            let pos = (byte - file.file_from_offset()).clamp(0, self.file_size);
-            file.truncate_to(pos as usize);
+        if let Some(seg) = st.segments.back() {
+            let start = seg.start;
+            let old = self.valid_len(st, st.segments.len() - 1);
+            let pos = usize::try_from((byte - start).clamp(0, self.file_size)).unwrap_or(0);
+            // Zero through a mapping of our own, held with `&mut`: the shared
+            // one may still be referenced (by a flush in progress), so it is
+            // dropped from the slot and the next read maps the cut file anew.
+            if seg.slot.lock().take().is_some() {
+                env.pool.remove((self.uid, start));
+            }
+            if old > pos {
+                let path = self.path(start);
+                let mut file = MappedFile::open(&path, start, self.file_size as usize)
+                    .map_err(io_err("map", &path))?;
+                file.set_wrote_position(old);
+                file.truncate_to(pos);
+            }
             // The zeroed bytes look clean to the mapping; sync them through
             // the file so stale units cannot come back after a power loss.
-            self.resync_from
-                .fetch_min(file.file_from_offset(), Ordering::AcqRel);
+            self.resync_from.fetch_min(start, Ordering::AcqRel);
         }
         st.max = new_max;
         if st.is_empty() {

@@ -164,7 +164,7 @@ impl QueueHandle {
     }
 
     /// Bytes of segment `idx` below the queue's max.
-    fn valid_len(&self, st: &QueueState, idx: usize) -> usize {
+    pub(crate) fn valid_len(&self, st: &QueueState, idx: usize) -> usize {
         let Some(seg) = st.segments.get(idx) else {
             return 0;
         };
