@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmq_broker::store::{GetStatus, TagFilter};
+use rmq_broker::store::{GetRequest, GetStatus, TagFilter};
 use rmq_broker::MessageStore;
 use rmq_common::config::CqBackend;
 use rmq_common::cq::{ConsumeQueueStore, MemoryConsumeQueueStore};
@@ -16,8 +16,10 @@ use rmq_common::time::{Clock, SystemClock};
 use rmq_common::StoreConfig;
 
 pub mod child;
-pub mod cluster;
+pub mod fixtures;
 pub mod java;
+
+pub use fixtures::{broker_settings, metered_settings, start_broker};
 
 /// Longest a test waits for reput to dispatch what was appended.
 pub const DISPATCH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -97,15 +99,13 @@ pub fn read_queue(store: &MessageStore, topic: &str, queue_id: i32) -> Vec<ReadB
     let mut offset = store.min_offset_in_queue(topic, queue_id).unwrap();
     for _ in 0..1_000_000 {
         let r = store
-            .get_message(
-                "test",
+            .get_message(&GetRequest::new(
                 topic,
                 queue_id,
                 offset,
                 64,
-                1 << 20,
                 &TagFilter::all(),
-            )
+            ))
             .unwrap();
         if r.status != GetStatus::Found {
             break;
@@ -141,23 +141,6 @@ pub fn copy_dir(from: &Path, to: &Path) {
 /// The body the crash writer sends for `token`: the token repeated to `len` bytes.
 pub fn crash_body(token: &str, len: usize) -> Vec<u8> {
     token.bytes().cycle().take(len).collect()
-}
-
-/// Settings for a broker under test: ports chosen by the OS on 127.0.0.1,
-/// the embedded NameServer, a small store under `root`.
-pub fn broker_settings(root: &Path, backend: CqBackend) -> rmq_broker::config::Settings {
-    let mut store = small_config(root, backend);
-    store.mapped_file_size_commit_log_bytes = 4 * 1024 * 1024;
-    store.max_message_size_bytes = 1024 * 1024;
-    rmq_broker::config::Settings {
-        broker: rmq_broker::config::BrokerConfig {
-            listen_port: 0,
-            namesrv_listen_port: 0,
-            metrics_port: -1,
-            ..rmq_broker::config::BrokerConfig::default()
-        },
-        store,
-    }
 }
 
 /// A disk whose used fraction a test sets (per mille), for the store's

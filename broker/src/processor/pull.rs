@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{blocking, Handled, Refusal};
 use crate::context::BrokerContext;
-use crate::store::{GetMessageResult, GetStatus, SubscriptionFilter, TagFilter};
+use crate::store::{GetMessageResult, GetRequest, GetStatus, SubscriptionFilter, TagFilter};
 use rmq_common::remoting::body::PERM_READ;
 
 /// Handles a pull. `conn_gone` gives a token cancelled once the request's
@@ -108,9 +108,15 @@ async fn get(
         filter.clone(),
     );
     Ok(blocking(move || {
-        store.get_message(
-            &group, &topic, queue_id, offset, max_count, max_bytes, &filter,
-        )
+        store.get_message(&GetRequest {
+            group: &group,
+            topic: &topic,
+            queue_id,
+            offset,
+            max_count,
+            max_bytes,
+            filter: &filter,
+        })
     })
     .await??)
 }

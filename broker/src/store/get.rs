@@ -71,38 +71,89 @@ impl GetMessageResult {
     }
 }
 
-impl MessageStore {
-    /// Reads up to `max_count` messages (and about `max_bytes`) of a queue
-    /// from `offset`, keeping those `filter` accepts. `_group` is kept for
-    /// parity with RocketMQ's signature (per-group metrics later).
-    #[allow(clippy::too_many_arguments)]
-    pub fn get_message(
-        &self,
-        _group: &str,
-        topic: &str,
+/// Bytes a [`GetRequest::new`] returns at most (RocketMQ's
+/// `maxTransferBytesOnMessageInMemory` is lower; pulls set their own).
+pub const DEFAULT_MAX_BYTES: usize = 1 << 20;
+
+/// What a pull asks of the store: up to `max_count` messages (and about
+/// `max_bytes`) of one queue from `offset`, keeping those `filter` accepts.
+#[derive(Clone, Copy)]
+pub struct GetRequest<'a> {
+    /// The consumer group (kept for parity with RocketMQ's signature).
+    pub group: &'a str,
+    /// Topic.
+    pub topic: &'a str,
+    /// Queue id.
+    pub queue_id: i32,
+    /// First queue offset to read.
+    pub offset: i64,
+    /// Most messages returned (at least one is looked for).
+    pub max_count: usize,
+    /// About the most bytes returned; the first message is always returned.
+    pub max_bytes: usize,
+    /// Which messages are returned.
+    pub filter: &'a dyn MessageFilter,
+}
+
+impl<'a> GetRequest<'a> {
+    /// Up to `max_count` messages of `topic`/`queue_id` from `offset`, at
+    /// most [`DEFAULT_MAX_BYTES`], for no group in particular.
+    pub fn new(
+        topic: &'a str,
         queue_id: i32,
         offset: i64,
         max_count: usize,
-        max_bytes: usize,
-        filter: &dyn MessageFilter,
-    ) -> Result<GetMessageResult, StoreError> {
+        filter: &'a dyn MessageFilter,
+    ) -> Self {
+        Self {
+            group: "",
+            topic,
+            queue_id,
+            offset,
+            max_count,
+            max_bytes: DEFAULT_MAX_BYTES,
+            filter,
+        }
+    }
+
+    /// The same request with a byte limit.
+    pub fn max_bytes(self, max_bytes: usize) -> Self {
+        Self { max_bytes, ..self }
+    }
+
+    /// The same request on behalf of `group`.
+    pub fn group(self, group: &'a str) -> Self {
+        Self { group, ..self }
+    }
+}
+
+impl std::fmt::Debug for GetRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GetRequest")
+            .field("group", &self.group)
+            .field("topic", &self.topic)
+            .field("queue_id", &self.queue_id)
+            .field("offset", &self.offset)
+            .field("max_count", &self.max_count)
+            .field("max_bytes", &self.max_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MessageStore {
+    /// Answers `req`: the messages, where the next pull starts, and the
+    /// queue's min and max.
+    pub fn get_message(&self, req: &GetRequest<'_>) -> Result<GetMessageResult, StoreError> {
         let started = std::time::Instant::now();
-        let r = self.get_message_inner(topic, queue_id, offset, max_count, max_bytes, filter);
+        let r = self.get_message_inner(req);
         if let Ok(r) = &r {
             self.metrics.get(r.messages.len() as u64, started.elapsed());
         }
         r
     }
 
-    fn get_message_inner(
-        &self,
-        topic: &str,
-        queue_id: i32,
-        offset: i64,
-        max_count: usize,
-        max_bytes: usize,
-        filter: &dyn MessageFilter,
-    ) -> Result<GetMessageResult, StoreError> {
+    fn get_message_inner(&self, req: &GetRequest<'_>) -> Result<GetMessageResult, StoreError> {
+        let (topic, queue_id, offset) = (req.topic, req.queue_id, req.offset);
         let known =
             self.cq.max_offset(topic, queue_id)? > 0 || self.cq.min_offset(topic, queue_id)? > 0;
         if !known {
@@ -149,16 +200,7 @@ impl MessageStore {
                 max,
             ));
         }
-        self.read_units(
-            topic,
-            queue_id,
-            offset,
-            max_count.max(1),
-            max_bytes,
-            filter,
-            min,
-            max,
-        )
+        self.read_units(req, min, max)
     }
 
     fn queue_exists(&self, topic: &str, queue_id: i32) -> Result<bool, StoreError> {
@@ -169,18 +211,14 @@ impl MessageStore {
             .any(|q| q.topic == topic && q.queue_id == queue_id))
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn read_units(
         &self,
-        topic: &str,
-        queue_id: i32,
-        offset: i64,
-        max_count: usize,
-        max_bytes: usize,
-        filter: &dyn MessageFilter,
+        req: &GetRequest<'_>,
         min: i64,
         max: i64,
     ) -> Result<GetMessageResult, StoreError> {
+        let (topic, queue_id, offset) = (req.topic, req.queue_id, req.offset);
+        let (max_count, max_bytes, filter) = (req.max_count.max(1), req.max_bytes, req.filter);
         let scan_limit = MAX_FILTER_MESSAGE_COUNT.max(max_count.saturating_mul(20));
         let mut result = GetMessageResult::empty(GetStatus::NoMatchedMessage, offset, min, max);
         let mut units: Vec<CqUnit> = Vec::with_capacity(CQ_READ_CHUNK);

@@ -17,7 +17,7 @@ mod services;
 pub use arrival::{MessageArrivalListener, QueueWaiters};
 pub use factory::open_consume_queue_store;
 pub use filter::{MessageFilter, SubscriptionFilter, TagFilter};
-pub use get::{GetMessageResult, GetStatus};
+pub use get::{GetMessageResult, GetRequest, GetStatus, DEFAULT_MAX_BYTES};
 pub use open::StartupReport;
 pub use put::{PutMessageResult, PutStatus};
 

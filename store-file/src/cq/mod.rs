@@ -26,8 +26,6 @@ mod unit;
 mod write;
 
 #[cfg(test)]
-mod model_tests;
-#[cfg(test)]
 mod recovery_tests;
 #[cfg(test)]
 mod tests;

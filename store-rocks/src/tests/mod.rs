@@ -4,7 +4,6 @@
 mod basic;
 mod durability;
 mod maintain;
-mod model;
 mod writer;
 
 use std::path::Path;

@@ -5,15 +5,13 @@
 
 use rmq_broker::broker::Broker;
 use rmq_common::config::CqBackend;
-use rmq_tests::broker_settings;
+use rmq_tests::metered_settings;
 use rmq_tools::bench::{load, store, LoadSpec};
 
 async fn broker(root: &std::path::Path, backend: CqBackend, test: &str) -> Broker {
-    let mut s = broker_settings(root, backend);
-    s.broker.metrics_port = 0;
-    // Unique per test: the metrics recorder is process-wide.
-    s.broker.broker_name = format!("bench-{test}-{backend}");
-    Broker::start(s).await.unwrap()
+    Broker::start(metered_settings(root, backend, &format!("bench-{test}")))
+        .await
+        .unwrap()
 }
 
 fn spec(args: &[&str]) -> LoadSpec {

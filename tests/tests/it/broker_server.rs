@@ -7,7 +7,7 @@ use rmq_broker::broker::Broker;
 use rmq_client::{self as sdk, OutMessage, PullRequest, SendCode};
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
-use rmq_tests::broker_settings;
+use rmq_tests::{broker_settings, start_broker};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Longest a held pull may take beyond its suspend time.
@@ -35,13 +35,9 @@ fn pull_req(topic: &str, queue_id: i32, offset: i64, sub: &str) -> PullRequest {
     }
 }
 
-async fn start(root: &std::path::Path, backend: CqBackend) -> Broker {
-    Broker::start(broker_settings(root, backend)).await.unwrap()
-}
-
 async fn send_pull_round_trip(backend: CqBackend) {
     let dir = tempfile::tempdir().unwrap();
-    let broker = start(dir.path(), backend).await;
+    let broker = start_broker(dir.path(), backend).await;
     let c = sdk::connect(broker.addr()).await.unwrap();
     let r1 = sdk::send(&c, SendCode::V1, "p", "RT", 0, &[msg("a", "TagA")])
         .await
@@ -166,7 +162,7 @@ async fn send_pull_round_trip_rocksdb() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_polling_wakes_on_arrival_and_times_out() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = start(dir.path(), CqBackend::File).await;
+    let broker = start_broker(dir.path(), CqBackend::File).await;
     let c = sdk::connect(broker.addr()).await.unwrap();
     sdk::send(&c, SendCode::V2, "p", "LP", 1, &[msg("first", "T")])
         .await
@@ -211,7 +207,7 @@ async fn long_polling_wakes_on_arrival_and_times_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offsets_survive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = start(dir.path(), CqBackend::Rocksdb).await;
+    let broker = start_broker(dir.path(), CqBackend::Rocksdb).await;
     let c = sdk::connect(broker.addr()).await.unwrap();
     for i in 0..5 {
         sdk::send(
@@ -279,7 +275,7 @@ async fn offsets_survive_a_restart() {
     c.close().await;
     broker.shutdown().await;
 
-    let broker = start(dir.path(), CqBackend::Rocksdb).await;
+    let broker = start_broker(dir.path(), CqBackend::Rocksdb).await;
     let c = sdk::connect(broker.addr()).await.unwrap();
     assert_eq!(
         sdk::call(&c, query(0))
@@ -308,7 +304,7 @@ async fn offsets_survive_a_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_gets_documented_outcomes_and_the_broker_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = start(dir.path(), CqBackend::File).await;
+    let broker = start_broker(dir.path(), CqBackend::File).await;
     let good = sdk::connect(broker.addr()).await.unwrap();
 
     // Garbage bytes: that connection is closed.
@@ -413,7 +409,7 @@ async fn broker_registers_with_a_standalone_namesrv_over_tcp() {
 async fn a_bad_topics_file_stops_start_up_with_the_file_named() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let broker = start(dir.path(), CqBackend::File).await;
+        let broker = start_broker(dir.path(), CqBackend::File).await;
         let c = sdk::connect(broker.addr()).await.unwrap();
         let sent = sdk::send(&c, SendCode::V2, "p", "meta-t", 0, &[msg("kept", "A")])
             .await
@@ -433,7 +429,7 @@ async fn a_bad_topics_file_stops_start_up_with_the_file_named() {
     assert!(!text.contains("message store"), "{text}");
 
     std::fs::write(&topics, good).unwrap();
-    let broker = start(dir.path(), CqBackend::File).await;
+    let broker = start_broker(dir.path(), CqBackend::File).await;
     let c = sdk::connect(broker.addr()).await.unwrap();
     let pulled = sdk::pull(&c, &pull_req("meta-t", 0, 0, "*")).await.unwrap();
     assert_eq!(pulled.messages.len(), 1);

@@ -1,155 +1,372 @@
-//! Model-based test: random sequences of put batches, reads, truncations,
-//! min corrections, flushes and reopens, run against a real backend and the
-//! in-memory model side by side; every observable answer must agree.
+//! One model-based test for every consume-queue backend: random sequences
+//! of put batches (fresh units and replayed ones), reads, CommitLog
+//! truncations, min corrections, time lookups, topic deletions, flushes and
+//! reopens (clean or not), applied to a backend and to the in-memory model
+//! side by side. Every answer must agree, and after every step the whole
+//! state must too.
+//!
+//! The imagined CommitLog is realistic: per queue, units continue at the
+//! queue's next offset; record offsets grow; truncations and min
+//! corrections land on record starts (or the tail), as recovery and
+//! retention name them; store times never go back but repeat. Files hold 5
+//! units and at most 2 may be mapped, so the file backend crosses file
+//! boundaries and evicts mappings all the time; RocksDB runs with small
+//! memtables.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
 
+use parking_lot::Mutex;
 use proptest::prelude::*;
 use rmq_common::config::CqBackend;
-use rmq_common::cq::{ConsumeQueueStore, CqError, CqPut, MemoryConsumeQueueStore};
+use rmq_common::cq::{
+    Boundary, ConsumeQueueStore, CqError, CqPut, CqUnit, MemoryConsumeQueueStore, StoreTimeSource,
+};
+use rmq_common::StoreConfig;
+use rmq_store_file::cq::FileConsumeQueueStore;
+use rmq_store_rocks::RocksConsumeQueueStore;
 
-use super::cq_conformance::{Harness, PhyTimes};
+const QUEUES: [(&str, i32); 4] = [("ta", 0), ("ta", 1), ("tb", 0), ("tb", 7)];
+const TOPICS: [&str; 2] = ["ta", "tb"];
+/// Mappings the file backend may hold.
+const BUDGET: u32 = 2;
 
 #[derive(Debug, Clone)]
 enum Op {
-    /// Append this many records, spread over queues by the given picks.
-    Put(Vec<u8>),
-    /// Put the last batch again (reput replay).
-    Replay,
-    /// Cut the log at this fraction (per mille) of its length.
+    /// (queue, record size, replay that queue's newest unit instead).
+    Put(Vec<(usize, u8, bool)>),
+    /// The batch this many batches back, again (reput replaying).
+    Replay(usize),
+    Get {
+        queue: usize,
+        from_delta: i8,
+        count: u8,
+    },
+    /// Cut the log at one of the record starts (or the tail).
     Truncate(u16),
-    /// Raise the CommitLog min to this fraction (per mille) of its length.
+    /// Raise the CommitLog min to one of the record starts (or the tail).
     CorrectMin(u16),
+    ByTime {
+        queue: usize,
+        ts_per_mille: u16,
+        upper: bool,
+    },
+    DeleteTopic(usize),
     Flush,
-    Reopen,
+    Reopen {
+        clean: bool,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        6 => proptest::collection::vec(0u8..4, 1..40).prop_map(Op::Put),
-        1 => Just(Op::Replay),
-        1 => (0u16..1000).prop_map(Op::Truncate),
-        1 => (0u16..1000).prop_map(Op::CorrectMin),
+        6 => prop::collection::vec((0..QUEUES.len(), 1u8..60, prop::bool::weighted(0.15)), 1..12)
+            .prop_map(Op::Put),
+        1 => (0usize..4).prop_map(Op::Replay),
+        4 => (0..QUEUES.len(), -3i8..14, 0u8..12)
+            .prop_map(|(queue, from_delta, count)| Op::Get { queue, from_delta, count }),
+        1 => any::<u16>().prop_map(Op::Truncate),
+        1 => any::<u16>().prop_map(Op::CorrectMin),
+        2 => (0..QUEUES.len(), 0u16..=1100, any::<bool>())
+            .prop_map(|(queue, ts_per_mille, upper)| Op::ByTime { queue, ts_per_mille, upper }),
+        1 => (0..TOPICS.len()).prop_map(Op::DeleteTopic),
         1 => Just(Op::Flush),
-        1 => Just(Op::Reopen),
+        1 => any::<bool>().prop_map(|clean| Op::Reopen { clean }),
     ]
 }
 
-/// The log the units come from: a phy cursor and each queue's next offset.
+/// Store times by record offset: the CommitLog lookup the file backend
+/// needs for time searches.
+#[derive(Default)]
+struct Times(Mutex<HashMap<i64, i64>>);
+
+impl StoreTimeSource for Times {
+    fn store_time(&self, phy_offset: i64, _size: i32) -> Option<i64> {
+        self.0.lock().get(&phy_offset).copied()
+    }
+}
+
+/// The CommitLog as the test imagines it.
 #[derive(Default)]
 struct Log {
-    phy: i64,
-    min_phy: i64,
-    next: BTreeMap<i32, i64>,
-    last_batch: Vec<CqPut>,
+    /// End of the last record.
+    tail: i64,
+    /// Lowest offset still in the log.
+    min: i64,
+    /// Store time of the next record; never decreases.
+    clock: i64,
+    /// Record starts, ascending.
+    starts: Vec<i64>,
+    /// Recent batches with their dispatch end, for replays.
+    batches: Vec<(Vec<CqPut>, i64)>,
+    /// Units per queue, for single-unit replays.
+    units: Vec<Vec<CqPut>>,
 }
 
-const TOPIC: &str = "Model";
+impl Log {
+    /// A record start at or above the min, or the tail.
+    fn cut_point(&self, sel: u16) -> i64 {
+        let mut candidates: Vec<i64> = self
+            .starts
+            .iter()
+            .copied()
+            .filter(|s| *s >= self.min)
+            .collect();
+        candidates.push(self.tail);
+        candidates[usize::from(sel) % candidates.len()]
+    }
 
-fn compare(real: &dyn ConsumeQueueStore, model: &MemoryConsumeQueueStore, ctx: &str) {
-    let queues = model.queues().unwrap();
-    assert_eq!(real.queues().unwrap(), queues, "{ctx}: queues");
-    for q in queues {
-        let (t, id) = (q.topic.as_str(), q.queue_id);
-        let min = model.min_offset(t, id).unwrap();
-        assert_eq!(real.min_offset(t, id).unwrap(), min, "{ctx}: min of {id}");
-        assert_eq!(
-            real.max_offset(t, id).unwrap(),
-            model.max_offset(t, id).unwrap(),
-            "{ctx}: max of {id}"
-        );
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        real.get(t, id, min, 10_000, &mut a).unwrap();
-        model.get(t, id, min, 10_000, &mut b).unwrap();
-        assert_eq!(a, b, "{ctx}: units of {id}");
-        if min > 0 {
-            let r = real.get(t, id, min - 1, 1, &mut a);
-            assert!(
-                matches!(r, Err(CqError::Compacted { min_offset, .. }) if min_offset == min),
-                "{ctx}: below min"
-            );
+    /// Forgets what a cut at `phy` removed.
+    fn cut(&mut self, phy: i64) {
+        self.tail = phy;
+        self.starts.retain(|s| *s < phy);
+        for units in &mut self.units {
+            units.retain(|u| u.phy_offset < phy);
         }
-        for ts in [0, 1000 + 50 * 100, i64::MAX / 2] {
-            for boundary in [
-                rmq_common::cq::Boundary::Lower,
-                rmq_common::cq::Boundary::Upper,
-            ] {
-                assert_eq!(
-                    real.offset_by_time(t, id, ts, boundary, &PhyTimes).unwrap(),
-                    model
-                        .offset_by_time(t, id, ts, boundary, &PhyTimes)
-                        .unwrap(),
-                    "{ctx}: time {ts} {boundary:?} of {id}"
+        self.batches.clear();
+    }
+
+    /// Forgets what lies below a new min.
+    fn trim(&mut self, min: i64) {
+        self.min = min;
+        for units in &mut self.units {
+            units.retain(|u| u.phy_offset >= min);
+        }
+        self.batches.clear();
+    }
+}
+
+fn config(root: &Path) -> StoreConfig {
+    StoreConfig {
+        mapped_file_size_consume_queue_bytes: 5 * 20,
+        max_mapped_consume_queue_files: BUDGET,
+        rocksdb_write_buffer_size_bytes: 1024 * 1024,
+        rocksdb_block_cache_size_bytes: 4 * 1024 * 1024,
+        rocksdb_max_background_jobs: 2,
+        ..StoreConfig::with_root(root)
+    }
+}
+
+fn open(kind: CqBackend, root: &Path) -> Arc<dyn ConsumeQueueStore> {
+    match kind {
+        CqBackend::File => Arc::new(FileConsumeQueueStore::open(&config(root)).unwrap()),
+        CqBackend::Rocksdb => Arc::new(RocksConsumeQueueStore::open(&config(root)).unwrap()),
+        CqBackend::Memory => Arc::new(MemoryConsumeQueueStore::new()),
+    }
+}
+
+fn get(
+    s: &dyn ConsumeQueueStore,
+    topic: &str,
+    q: i32,
+    from: i64,
+    count: usize,
+) -> Result<Vec<CqUnit>, CqError> {
+    let mut out = Vec::new();
+    s.get(topic, q, from, count, &mut out).map(|()| out)
+}
+
+fn same(
+    real: Result<Vec<CqUnit>, CqError>,
+    model: Result<Vec<CqUnit>, CqError>,
+    what: &str,
+) -> Result<(), TestCaseError> {
+    match (real, model) {
+        (Ok(a), Ok(b)) => prop_assert_eq!(a, b, "{}", what),
+        (
+            Err(CqError::Compacted { min_offset: a, .. }),
+            Err(CqError::Compacted { min_offset: b, .. }),
+        ) => prop_assert_eq!(a, b, "{}: compacted min", what),
+        (a, b) => prop_assert!(false, "{}: backend {:?} vs model {:?}", what, a, b),
+    }
+    Ok(())
+}
+
+/// The whole observable state must agree.
+fn check(
+    kind: CqBackend,
+    real: &dyn ConsumeQueueStore,
+    model: &MemoryConsumeQueueStore,
+) -> Result<(), TestCaseError> {
+    prop_assert_eq!(
+        real.dispatched_phy_offset().unwrap(),
+        model.dispatched_phy_offset().unwrap(),
+        "dispatched offset"
+    );
+    prop_assert_eq!(real.queues().unwrap(), model.queues().unwrap(), "queues");
+    for (t, q) in QUEUES {
+        let min = model.min_offset(t, q).unwrap();
+        prop_assert_eq!(real.min_offset(t, q).unwrap(), min, "min {}/{}", t, q);
+        prop_assert_eq!(
+            real.max_offset(t, q).unwrap(),
+            model.max_offset(t, q).unwrap(),
+            "max {}/{}",
+            t,
+            q
+        );
+        let what = format!("units of {t}/{q}");
+        same(
+            get(real, t, q, min, usize::MAX),
+            get(model, t, q, min, usize::MAX),
+            &what,
+        )?;
+        if min > 0 {
+            let what = format!("below the min of {t}/{q}");
+            same(
+                get(real, t, q, min - 1, 1),
+                get(model, t, q, min - 1, 1),
+                &what,
+            )?;
+        }
+    }
+    if kind == CqBackend::File {
+        prop_assert!(
+            real.stats().mapped_files <= u64::from(BUDGET),
+            "mapping budget"
+        );
+    }
+    Ok(())
+}
+
+fn run(kind: CqBackend, ops: &[Op]) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut real = Some(open(kind, dir.path()));
+    let model = MemoryConsumeQueueStore::new();
+    let times = Times::default();
+    let mut log = Log {
+        units: vec![Vec::new(); QUEUES.len()],
+        ..Log::default()
+    };
+    for op in ops {
+        let rs = real.as_deref().unwrap();
+        match op {
+            Op::Put(items) => {
+                let mut batch: Vec<CqPut> = Vec::new();
+                for &(qi, size, replay) in items {
+                    let (topic, q) = QUEUES[qi];
+                    if replay {
+                        if let Some(old) = log.units[qi].last() {
+                            batch.push(old.clone());
+                            continue;
+                        }
+                    }
+                    // Dense queue offsets, as the CommitLog assigns them.
+                    let mut offset = model.max_offset(topic, q).unwrap();
+                    if let Some(prev) = batch
+                        .iter()
+                        .rev()
+                        .find(|p| p.topic == topic && p.queue_id == q)
+                    {
+                        offset = offset.max(prev.queue_offset + 1);
+                    }
+                    log.clock += i64::from(size % 3);
+                    let unit = CqPut {
+                        topic: topic.into(),
+                        queue_id: q,
+                        queue_offset: offset,
+                        phy_offset: log.tail,
+                        size: i32::from(size),
+                        tags_code: log.tail ^ 0x5a,
+                        store_timestamp: log.clock,
+                    };
+                    times.0.lock().insert(log.tail, log.clock);
+                    log.starts.push(log.tail);
+                    log.tail += i64::from(size);
+                    log.units[qi].push(unit.clone());
+                    batch.push(unit);
+                }
+                rs.put(&batch, log.tail).unwrap();
+                model.put(&batch, log.tail).unwrap();
+                log.batches.push((batch, log.tail));
+            }
+            Op::Replay(back) => {
+                if let Some((batch, end)) = log.batches.iter().rev().nth(*back).cloned() {
+                    rs.put(&batch, end).unwrap();
+                    model.put(&batch, end).unwrap();
+                }
+            }
+            Op::Get {
+                queue,
+                from_delta,
+                count,
+            } => {
+                let (t, q) = QUEUES[*queue];
+                let from = (model.min_offset(t, q).unwrap() + i64::from(*from_delta)).max(0);
+                let n = usize::from(*count);
+                let what = format!("get {t}/{q} from {from} count {n}");
+                same(get(rs, t, q, from, n), get(&model, t, q, from, n), &what)?;
+            }
+            Op::Truncate(sel) => {
+                let at = log.cut_point(*sel);
+                rs.truncate_from_phy(at).unwrap();
+                model.truncate_from_phy(at).unwrap();
+                log.cut(at);
+            }
+            Op::CorrectMin(sel) => {
+                let at = log.cut_point(*sel);
+                rs.correct_min_offset(at).unwrap();
+                model.correct_min_offset(at).unwrap();
+                log.trim(at);
+            }
+            Op::ByTime {
+                queue,
+                ts_per_mille,
+                upper,
+            } => {
+                let (t, q) = QUEUES[*queue];
+                let ts = log.clock * i64::from(*ts_per_mille) / 1000 - 1;
+                let b = if *upper {
+                    Boundary::Upper
+                } else {
+                    Boundary::Lower
+                };
+                prop_assert_eq!(
+                    rs.offset_by_time(t, q, ts, b, &times).unwrap(),
+                    model.offset_by_time(t, q, ts, b, &times).unwrap(),
+                    "offset_by_time {}/{} at {} {:?}",
+                    t,
+                    q,
+                    ts,
+                    b
                 );
             }
-        }
-    }
-}
-
-fn run(kind: CqBackend, ops: Vec<Op>) {
-    let mut h = Harness::new(kind);
-    let model = MemoryConsumeQueueStore::new();
-    let mut log = Log::default();
-    for (i, op) in ops.iter().enumerate() {
-        let ctx = format!("{kind} step {i} {op:?}");
-        match op {
-            Op::Put(picks) => {
-                let batch: Vec<CqPut> = picks
-                    .iter()
-                    .map(|p| {
-                        let q = i32::from(*p);
-                        let next = log.next.entry(q).or_insert(0);
-                        let u = super::cq_conformance::unit(TOPIC, q, *next, log.phy);
-                        *next += 1;
-                        log.phy += 100;
-                        u
-                    })
-                    .collect();
-                h.store().put(&batch, log.phy).unwrap();
-                model.put(&batch, log.phy).unwrap();
-                log.last_batch = batch;
-            }
-            Op::Replay => {
-                h.store().put(&log.last_batch, log.phy).unwrap();
-                model.put(&log.last_batch, log.phy).unwrap();
-            }
-            Op::Truncate(f) => {
-                let at = (log.phy - log.min_phy) * i64::from(*f) / 1000 / 100 * 100 + log.min_phy;
-                h.store().truncate_from_phy(at).unwrap();
-                model.truncate_from_phy(at).unwrap();
-                log.phy = at;
-                for (q, next) in log.next.iter_mut() {
-                    *next = model.max_offset(TOPIC, *q).unwrap();
+            Op::DeleteTopic(i) => {
+                rs.delete_topic(TOPICS[*i]).unwrap();
+                model.delete_topic(TOPICS[*i]).unwrap();
+                for (qi, (t, _)) in QUEUES.iter().enumerate() {
+                    if *t == TOPICS[*i] {
+                        log.units[qi].clear();
+                    }
                 }
-                log.last_batch.clear();
+                log.batches.clear();
             }
-            Op::CorrectMin(f) => {
-                let at = (log.phy - log.min_phy) * i64::from(*f) / 1000 / 100 * 100 + log.min_phy;
-                log.min_phy = log.min_phy.max(at);
-                h.store().correct_min_offset(log.min_phy).unwrap();
-                model.correct_min_offset(log.min_phy).unwrap();
-                log.last_batch.clear();
-            }
-            Op::Flush => h.store().flush().unwrap(),
-            Op::Reopen => {
-                h.store().flush().unwrap();
-                h.reopen();
+            Op::Flush => rs.flush().unwrap(),
+            Op::Reopen { clean } => {
+                rs.flush().unwrap();
+                if *clean {
+                    rs.close().unwrap();
+                }
+                drop(real.take());
+                real = Some(open(kind, dir.path()));
             }
         }
-        compare(h.store(), &model, &ctx);
+        check(kind, real.as_deref().unwrap(), &model)?;
     }
+    real.as_deref().unwrap().close().unwrap();
+    Ok(())
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
-    fn file_backend_matches_model(ops in proptest::collection::vec(op(), 1..40)) {
-        run(CqBackend::File, ops);
+    fn file_backend_matches_the_model(ops in prop::collection::vec(op(), 1..60)) {
+        run(CqBackend::File, &ops)?;
     }
 
     #[test]
-    fn rocksdb_backend_matches_model(ops in proptest::collection::vec(op(), 1..40)) {
-        run(CqBackend::Rocksdb, ops);
+    fn rocksdb_backend_matches_the_model(ops in prop::collection::vec(op(), 1..60)) {
+        run(CqBackend::Rocksdb, &ops)?;
     }
 }

@@ -12,7 +12,7 @@ use rmq_broker::config::Settings;
 use rmq_client::{self as sdk, OutMessage, PullRequest, SendCode};
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::RequestCode;
-use rmq_tests::broker_settings;
+use rmq_tests::metered_settings;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Longest a scrape may take, under load included.
@@ -24,11 +24,7 @@ const TOPIC: &str = "MetricsTopic";
 const GROUP: &str = "MetricsGroup";
 
 fn settings(root: &std::path::Path, backend: CqBackend, test: &str) -> Settings {
-    let mut s = broker_settings(root, backend);
-    s.broker.metrics_port = 0;
-    // Unique per test: the recorder is process-wide and tests share it.
-    s.broker.broker_name = format!("metrics-{test}-{backend}");
-    s
+    metered_settings(root, backend, &format!("metrics-{test}"))
 }
 
 async fn scrape(addr: SocketAddr) -> String {

@@ -6,20 +6,18 @@
 //! Every wait is bounded; nothing sleeps to synchronise (registrations are
 //! awaited with `register_now` or the registrar's pass counter).
 
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmq_broker::namesrv::{
-    BrokerIdentity, BrokerRegistrar, NameServer, NameServerHandle, RegisterError,
-    RegistrationProvider, BROKER_EXPIRY_MS,
+    BrokerIdentity, BrokerRegistrar, RegisterError, RegistrationProvider, BROKER_EXPIRY_MS,
 };
 use rmq_client::RemotingClient;
 use rmq_common::remoting::body::{
     DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper,
 };
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode, SerializeType};
-use rmq_common::time::ManualClock;
+use rmq_tests::fixtures::TestNameServer;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -37,49 +35,6 @@ const NEVER: Duration = Duration::from_secs(3600);
 const T0: i64 = 1_700_000_000_000;
 
 const CLUSTER: &str = "DefaultCluster";
-
-struct NameServerFixture {
-    ns: NameServerHandle,
-    clock: Arc<ManualClock>,
-    cancel: CancellationToken,
-    tracker: TaskTracker,
-}
-
-impl NameServerFixture {
-    async fn start() -> Self {
-        Self::start_on("127.0.0.1:0".parse().unwrap()).await
-    }
-
-    async fn start_on(addr: SocketAddr) -> Self {
-        Self::start_with(addr, BROKER_EXPIRY_MS).await
-    }
-
-    async fn start_with(addr: SocketAddr, expiry_ms: i64) -> Self {
-        let listener = TcpListener::bind(addr).await.unwrap();
-        let clock = Arc::new(ManualClock::new(T0));
-        let cancel = CancellationToken::new();
-        let tracker = TaskTracker::new();
-        let ns = NameServer::start(
-            listener,
-            clock.clone(),
-            expiry_ms,
-            cancel.clone(),
-            tracker.clone(),
-        )
-        .await
-        .unwrap();
-        Self {
-            ns,
-            clock,
-            cancel,
-            tracker,
-        }
-    }
-
-    async fn stop(self) {
-        stop(&self.cancel, &self.tracker).await;
-    }
-}
 
 /// Cancels and waits, bounded, for every tracked task to end.
 async fn stop(cancel: &CancellationToken, tracker: &TaskTracker) {
@@ -181,7 +136,7 @@ fn keys(v: &Value) -> Vec<&str> {
 
 #[tokio::test]
 async fn namesrv_routes_cluster_info_and_errors_over_the_wire() {
-    let fx = NameServerFixture::start().await;
+    let fx = TestNameServer::start(T0).await;
     let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
     let a = FakeBroker::new("broker-a", "127.0.0.1:10911", &["OnlyA", "Shared"]);
     let registrar = BrokerRegistrar::start(
@@ -303,7 +258,7 @@ async fn namesrv_routes_cluster_info_and_errors_over_the_wire() {
 
 #[tokio::test]
 async fn namesrv_trigger_publishes_a_topic_change() {
-    let fx = NameServerFixture::start().await;
+    let fx = TestNameServer::start(T0).await;
     let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
     let a = FakeBroker::new("broker-a", "127.0.0.1:10911", &["Old"]);
     let registrar = BrokerRegistrar::start(
@@ -356,7 +311,7 @@ async fn namesrv_expiry_is_configurable() {
 }
 
 async fn expiry_drops_silent_brokers(expiry_ms: i64) {
-    let fx = NameServerFixture::start_with("127.0.0.1:0".parse().unwrap(), expiry_ms).await;
+    let fx = TestNameServer::start_with("127.0.0.1:0".parse().unwrap(), T0, expiry_ms).await;
     let client = RemotingClient::connect(fx.ns.addr).await.unwrap();
     let reg_a = || {
         raw_register(
@@ -417,7 +372,7 @@ async fn namesrv_registrar_reports_failures_and_reconnects() {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         l.local_addr().unwrap()
     };
-    let fx = NameServerFixture::start().await;
+    let fx = TestNameServer::start(T0).await;
     let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
     let a = FakeBroker::new("broker-a", "127.0.0.1:10911", &["T"]);
     let registrar = BrokerRegistrar::start(
@@ -442,7 +397,7 @@ async fn namesrv_registrar_reports_failures_and_reconnects() {
     // connection is dead, and the next registration reconnects.
     let addr = fx.ns.addr;
     fx.stop().await;
-    let fx = NameServerFixture::start_on(addr).await;
+    let fx = TestNameServer::start_with(addr, T0, BROKER_EXPIRY_MS).await;
     assert!(fx.ns.routes().route("T").is_none());
     let mut ok = false;
     // The first call may still meet the dead connection; it is dropped and
@@ -466,7 +421,7 @@ async fn namesrv_registrar_reports_failures_and_reconnects() {
 
 #[tokio::test]
 async fn namesrv_cancel_unregisters_and_stops_everything() {
-    let fx = NameServerFixture::start().await;
+    let fx = TestNameServer::start(T0).await;
     let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
     let a = FakeBroker::new("broker-a", "127.0.0.1:10911", &["T"]);
     let registrar = BrokerRegistrar::start(

@@ -227,7 +227,7 @@ fn sent_by_broker(out: &Outcome) -> std::collections::BTreeMap<String, u64> {
 /// NameServer's routes no longer name it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ali_ons_fails_over_when_a_broker_dies() {
-    use rmq_tests::cluster::TestNameServer;
+    use rmq_tests::fixtures::TestNameServer;
 
     require_node_and_client();
     let dir = tempfile::tempdir().unwrap();

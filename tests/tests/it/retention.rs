@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use rmq_broker::broker::Broker;
 use rmq_broker::store::clean::{CleanReason, CleanTrigger, PassEnd};
-use rmq_broker::store::{GetStatus, TagFilter};
+use rmq_broker::store::{GetRequest, GetStatus, TagFilter};
 use rmq_broker::MessageStore;
 use rmq_client::{self as sdk, OutMessage, PullRequest, SendCode};
 use rmq_common::config::CqBackend;
@@ -78,7 +78,7 @@ fn check_after(store: &MessageStore, sent: &Sent) {
             assert_eq!(r.body, s.3);
         }
         let below = store
-            .get_message("g", TOPIC, q, 0, 32, 1 << 20, &TagFilter::all())
+            .get_message(&GetRequest::new(TOPIC, q, 0, 32, &TagFilter::all()))
             .unwrap();
         assert_eq!(below.status, GetStatus::OffsetTooSmall);
         assert_eq!(below.next_begin_offset, first);

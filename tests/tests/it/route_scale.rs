@@ -21,7 +21,7 @@ use rmq_common::config::CqBackend;
 use rmq_common::remoting::body::TopicRouteData;
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode, MAX_FRAME_BYTES};
 use rmq_common::time::ManualClock;
-use rmq_tests::cluster::TestNameServer;
+use rmq_tests::fixtures::TestNameServer;
 use rmq_tools::admin;
 
 const T0: i64 = 1_700_000_000_000;

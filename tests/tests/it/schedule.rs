@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use rmq_broker::service::schedule::{DeliverySink, PassEnd, Scheduler};
-use rmq_broker::store::{GetStatus, TagFilter};
+use rmq_broker::store::{GetRequest, GetStatus, TagFilter};
 use rmq_broker::MessageStore;
 use rmq_common::config::CqBackend;
 use rmq_common::constants::{property, SCHEDULE_TOPIC};
@@ -61,7 +61,13 @@ fn read_real(store: &MessageStore, queue_id: i32) -> Vec<Delivered> {
     let mut offset = 0;
     for _ in 0..1000 {
         let r = store
-            .get_message("t", TOPIC, queue_id, offset, 32, 1 << 20, &TagFilter::all())
+            .get_message(&GetRequest::new(
+                TOPIC,
+                queue_id,
+                offset,
+                32,
+                &TagFilter::all(),
+            ))
             .unwrap();
         if r.status != GetStatus::Found {
             break;

@@ -2,7 +2,7 @@
 //! backend must stay within its mapping budget (vm.max_map_count is 65,530 by
 //! default) and not run out of file descriptors.
 
-use rmq_broker::store::TagFilter;
+use rmq_broker::store::{GetRequest, TagFilter};
 use rmq_common::config::CqBackend;
 use rmq_tests::{message, open_store, small_config, wait_dispatched};
 
@@ -62,7 +62,7 @@ fn many_queues(backend: CqBackend) {
                 PER_QUEUE as i64
             );
             let r = store
-                .get_message("g", &topic, q, 0, 32, 1 << 20, &TagFilter::all())
+                .get_message(&GetRequest::new(&topic, q, 0, 32, &TagFilter::all()))
                 .unwrap();
             assert_eq!(r.messages.len(), PER_QUEUE);
         }

@@ -1,7 +1,7 @@
 //! The read path: pull statuses, tag filtering, offsets by time, query by key
 //! and view by message id.
 
-use rmq_broker::store::{GetStatus, TagFilter};
+use rmq_broker::store::{GetRequest, GetStatus, TagFilter};
 use rmq_common::config::CqBackend;
 use rmq_common::constants::property;
 use rmq_common::cq::Boundary;
@@ -30,7 +30,7 @@ fn statuses_and_filters(backend: CqBackend) {
     let store = open_store(&small_config(dir.path(), backend)).unwrap();
     let all = TagFilter::all();
     let r = store
-        .get_message("g", "Nope", 0, 0, 32, 1 << 20, &all)
+        .get_message(&GetRequest::new("Nope", 0, 0, 32, &all))
         .unwrap();
     assert_eq!(r.status, GetStatus::NoMatchedLogicQueue);
 
@@ -45,7 +45,7 @@ fn statuses_and_filters(backend: CqBackend) {
     wait_dispatched(&store);
 
     let r = store
-        .get_message("g", "Read", 0, 0, 32, 1 << 20, &all)
+        .get_message(&GetRequest::new("Read", 0, 0, 32, &all))
         .unwrap();
     assert_eq!(r.status, GetStatus::Found);
     assert_eq!(r.messages.len(), 10);
@@ -56,13 +56,13 @@ fn statuses_and_filters(backend: CqBackend) {
 
     // max_count and max_bytes bound a pull; next_begin_offset follows.
     let r = store
-        .get_message("g", "Read", 0, 2, 3, 1 << 20, &all)
+        .get_message(&GetRequest::new("Read", 0, 2, 3, &all))
         .unwrap();
     assert_eq!(r.queue_offsets, vec![2, 3, 4]);
     assert_eq!(r.next_begin_offset, 5);
     let one = ids[0].size as usize;
     let r = store
-        .get_message("g", "Read", 0, 0, 32, one + 1, &all)
+        .get_message(&GetRequest::new("Read", 0, 0, 32, &all).max_bytes(one + 1))
         .unwrap();
     assert_eq!(
         r.messages.len(),
@@ -73,26 +73,26 @@ fn statuses_and_filters(backend: CqBackend) {
     // Tag filter by Java hash code.
     let only_b = TagFilter::parse("TagB");
     let r = store
-        .get_message("g", "Read", 0, 0, 32, 1 << 20, &only_b)
+        .get_message(&GetRequest::new("Read", 0, 0, 32, &only_b))
         .unwrap();
     assert_eq!(r.queue_offsets, vec![1, 3, 5, 7, 9]);
     assert_eq!(r.next_begin_offset, 10);
     let none = TagFilter::parse("TagC");
     let r = store
-        .get_message("g", "Read", 0, 0, 32, 1 << 20, &none)
+        .get_message(&GetRequest::new("Read", 0, 0, 32, &none))
         .unwrap();
     assert_eq!(r.status, GetStatus::NoMatchedMessage);
     assert_eq!(r.next_begin_offset, 10, "filtered units are skipped");
 
     let r = store
-        .get_message("g", "Read", 0, 10, 32, 1 << 20, &all)
+        .get_message(&GetRequest::new("Read", 0, 10, 32, &all))
         .unwrap();
     assert_eq!(
         (r.status, r.next_begin_offset),
         (GetStatus::OffsetOverflowOne, 10)
     );
     let r = store
-        .get_message("g", "Read", 0, 50, 32, 1 << 20, &all)
+        .get_message(&GetRequest::new("Read", 0, 50, 32, &all))
         .unwrap();
     assert_eq!(r.status, GetStatus::OffsetOverflowBadly);
     assert_eq!(r.next_begin_offset, 0, "min is 0: go back to it");

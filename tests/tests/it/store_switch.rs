@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use rmq_broker::store::{GetStatus, TagFilter};
+use rmq_broker::store::{GetRequest, GetStatus, TagFilter};
 use rmq_broker::MessageStore;
 use rmq_common::config::CqBackend;
 use rmq_common::constants::property;
@@ -32,7 +32,7 @@ fn answers(store: &MessageStore) -> BTreeMap<String, String> {
                 let mut seen = Vec::new();
                 for _ in 0..1000 {
                     let r = store
-                        .get_message("g", topic, q, offset, 7, 1 << 20, &filter)
+                        .get_message(&GetRequest::new(topic, q, offset, 7, &filter))
                         .unwrap();
                     let bodies: Vec<String> = r
                         .messages
@@ -59,7 +59,7 @@ fn answers(store: &MessageStore) -> BTreeMap<String, String> {
             }
             for probe in [max, max + 5] {
                 let r = store
-                    .get_message("g", topic, q, probe, 7, 1 << 20, &TagFilter::all())
+                    .get_message(&GetRequest::new(topic, q, probe, 7, &TagFilter::all()))
                     .unwrap();
                 out.insert(
                     format!("{topic}/{q}/probe{probe}"),

@@ -1,11 +1,15 @@
-//! A standalone NameServer on a manual clock with brokers behind it, for
-//! the route-scale and failover tests.
+//! Shared set-up of the broker tests: settings for a broker under test
+//! (ports chosen by the OS on 127.0.0.1, a small store), brokers started
+//! from them, and a standalone NameServer on a manual clock with brokers
+//! behind it (route-scale, failover and NameServer tests).
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use rmq_broker::broker::Broker;
+use rmq_broker::config::{BrokerConfig, Settings};
 use rmq_broker::namesrv::{NameServer, NameServerHandle, BROKER_EXPIRY_MS};
 use rmq_common::config::CqBackend;
 use rmq_common::time::ManualClock;
@@ -14,6 +18,41 @@ use tokio_util::task::TaskTracker;
 
 /// Longest the NameServer's tasks may take to stop.
 const STOP_BOUND: Duration = Duration::from_secs(10);
+
+/// Settings for a broker under test: ports chosen by the OS on 127.0.0.1,
+/// the embedded NameServer, no metrics endpoint, a small store under
+/// `root`.
+pub fn broker_settings(root: &Path, backend: CqBackend) -> Settings {
+    let mut store = crate::small_config(root, backend);
+    store.mapped_file_size_commit_log_bytes = 4 * 1024 * 1024;
+    store.max_message_size_bytes = 1024 * 1024;
+    Settings {
+        broker: BrokerConfig {
+            listen_port: 0,
+            namesrv_listen_port: 0,
+            metrics_port: -1,
+            ..BrokerConfig::default()
+        },
+        store,
+    }
+}
+
+/// [`broker_settings`] with the `/metrics` endpoint on a port the OS picks
+/// and a broker name unique to `test` and `backend`: the metrics recorder
+/// is process-wide, so tests tell their series apart by that name.
+pub fn metered_settings(root: &Path, backend: CqBackend, test: &str) -> Settings {
+    let mut s = broker_settings(root, backend);
+    s.broker.metrics_port = 0;
+    s.broker.broker_name = format!("{test}-{backend}");
+    s
+}
+
+/// A broker with [`broker_settings`].
+pub async fn start_broker(root: &Path, backend: CqBackend) -> Broker {
+    Broker::start(broker_settings(root, backend))
+        .await
+        .expect("the broker under test starts")
+}
 
 /// A NameServer on 127.0.0.1:0 with RocketMQ's 120 s expiry, its heartbeat
 /// times from a manual clock.
@@ -27,15 +66,21 @@ pub struct TestNameServer {
 }
 
 impl TestNameServer {
-    /// Starts one with the clock at `now_ms`.
+    /// Starts one on 127.0.0.1:0 with the clock at `now_ms`.
     pub async fn start(now_ms: i64) -> Self {
+        Self::start_with("127.0.0.1:0".parse().unwrap(), now_ms, BROKER_EXPIRY_MS).await
+    }
+
+    /// Starts one on `addr` (a restart binds the address it had) with the
+    /// clock at `now_ms` and brokers expiring after `expiry_ms`.
+    pub async fn start_with(addr: SocketAddr, now_ms: i64, expiry_ms: i64) -> Self {
         let clock = Arc::new(ManualClock::new(now_ms));
         let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
         let ns = NameServer::start(
             listener,
             clock.clone(),
-            BROKER_EXPIRY_MS,
+            expiry_ms,
             cancel.clone(),
             tracker.clone(),
         )
@@ -53,7 +98,7 @@ impl TestNameServer {
     /// only (no embedded NameServer) and only when a test says so: its
     /// background heartbeat period is an hour.
     pub async fn broker(&self, root: &Path, name: &str, backend: CqBackend) -> Broker {
-        let mut s = crate::broker_settings(root, backend);
+        let mut s = broker_settings(root, backend);
         s.broker.broker_name = name.to_owned();
         s.broker.namesrv_listen_port = -1;
         s.broker.namesrv_addr = self.ns.addr.to_string();
