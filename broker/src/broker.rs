@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use rmq_common::remoting::body::{DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper};
+use rmq_common::remoting::body::RegisterBrokerBody;
 
 use crate::clients::{ClientManager, QueueLockManager};
 use crate::config::Settings;
@@ -360,7 +360,6 @@ async fn persist_offsets(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
 
 /// What this broker tells the NameServers.
 fn registration(ctx: &BrokerContext) -> (BrokerIdentity, RegisterBrokerBody) {
-    let (timestamp, counter) = ctx.topics.data_version();
     let id = BrokerIdentity {
         cluster: ctx.settings.broker.broker_cluster_name.clone(),
         broker_name: ctx.settings.broker.broker_name.clone(),
@@ -368,15 +367,7 @@ fn registration(ctx: &BrokerContext) -> (BrokerIdentity, RegisterBrokerBody) {
         broker_addr: ctx.store_host.to_string(),
     };
     let body = RegisterBrokerBody {
-        topic_config_serialize_wrapper: TopicConfigSerializeWrapper {
-            topic_config_table: ctx
-                .topics
-                .all()
-                .into_iter()
-                .map(|t| (t.topic_name.clone(), t))
-                .collect(),
-            data_version: DataVersion { timestamp, counter },
-        },
+        topic_config_serialize_wrapper: ctx.topics.table(),
         filter_server_list: Vec::new(),
     };
     (id, body)

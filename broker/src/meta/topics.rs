@@ -82,6 +82,12 @@ impl TopicConfigManager {
             .collect()
     }
 
+    /// The whole table with its version, as GET_ALL_TOPIC_CONFIG answers
+    /// and REGISTER_BROKER carries it.
+    pub fn table(&self) -> TopicConfigSerializeWrapper {
+        self.state.read().clone()
+    }
+
     /// Data version (timestamp, counter), which moves on every change.
     pub fn data_version(&self) -> (i64, i64) {
         let s = self.state.read();

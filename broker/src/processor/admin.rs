@@ -10,9 +10,7 @@ use rmq_common::constants::AUTO_CREATE_TOPIC;
 
 use super::{blocking, json_success, success, Handled, Refusal};
 use crate::context::BrokerContext;
-use rmq_common::remoting::body::{
-    CreateTopicList, DataVersion, TopicConfig, TopicConfigSerializeWrapper, PERM_READ, PERM_WRITE,
-};
+use rmq_common::remoting::body::{CreateTopicList, TopicConfig, PERM_READ, PERM_WRITE};
 
 /// DELETE_EXPIRED_COMMITLOG: one clean pass now (expired segments go
 /// whatever the hour); the body is the pass's report as JSON.
@@ -134,19 +132,7 @@ pub fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand
             ctx.topics_changed.notify_one();
             Ok(success())
         }
-        RequestCode::GetAllTopicConfig => {
-            let (timestamp, counter) = ctx.topics.data_version();
-            let wrapper = TopicConfigSerializeWrapper {
-                topic_config_table: ctx
-                    .topics
-                    .all()
-                    .into_iter()
-                    .map(|t| (t.topic_name.clone(), t))
-                    .collect(),
-                data_version: DataVersion { timestamp, counter },
-            };
-            json_success(&wrapper)
-        }
+        RequestCode::GetAllTopicConfig => json_success(&ctx.topics.table()),
         RequestCode::GetBrokerConfig => {
             // RocketMQ answers with the settings as `key=value` lines.
             let mut lines = Vec::new();

@@ -55,13 +55,9 @@ pub async fn run(
     pull_batch: i32,
 ) -> ConsumerResult {
     let mut out = ConsumerResult::default();
-    let client = match sdk::connect(addr).await {
-        Ok(c) => c,
-        Err(e) => {
-            out.errors += 1;
-            out.first_error = Some(format!("connect {addr}: {e}"));
-            return out;
-        }
+    let Some(client) = super::connect_counted(addr, &mut out.errors, &mut out.first_error).await
+    else {
+        return out;
     };
     let mut offsets: Vec<i64> = queues.iter().map(|q| q.2).collect();
     let mut ready: VecDeque<usize> = (0..queues.len()).collect();

@@ -17,3 +17,20 @@ pub mod store;
 
 pub use load::{LoadReport, Tick};
 pub use spec::{LoadSpec, SendMode};
+
+/// Connects a load client to `addr`; a failure is counted in `errors` and
+/// kept as `first_error` for the report.
+pub(crate) async fn connect_counted(
+    addr: std::net::SocketAddr,
+    errors: &mut u64,
+    first_error: &mut Option<String>,
+) -> Option<rmq_client::RemotingClient> {
+    match rmq_client::connect(addr).await {
+        Ok(c) => Some(c),
+        Err(e) => {
+            *errors += 1;
+            first_error.get_or_insert_with(|| format!("connect {addr}: {e}"));
+            None
+        }
+    }
+}

@@ -49,13 +49,9 @@ pub struct ProducerResult {
 /// Runs producer `index` until the budget or the duration is spent.
 pub async fn run(addr: SocketAddr, shared: Arc<Shared>, index: usize) -> ProducerResult {
     let mut out = ProducerResult::default();
-    let client = match sdk::connect(addr).await {
-        Ok(c) => c,
-        Err(e) => {
-            out.errors += 1;
-            out.first_error = Some(format!("connect {addr}: {e}"));
-            return out;
-        }
+    let Some(client) = super::connect_counted(addr, &mut out.errors, &mut out.first_error).await
+    else {
+        return out;
     };
     let spec = &shared.spec;
     let batch = spec.batch as u64;
