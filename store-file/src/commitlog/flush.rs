@@ -161,6 +161,10 @@ impl FlushService {
     pub fn spawn(log: Arc<CommitLog>, settings: FlushSettings) -> Result<Self> {
         let signal = Signal::new();
         *log.flush_signal.lock() = Arc::clone(&signal);
+        if !log.flush_queue.lock().requests.is_empty() {
+            // Writers that asked before the service existed woke no one.
+            signal.wake();
+        }
         let pass = Flusher {
             log,
             settings,
