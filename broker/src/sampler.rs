@@ -164,5 +164,8 @@ impl Sampler {
                 self.gauge(name, v as f64);
             }
         }
+        if let Some(cpu) = stats.cpu_seconds {
+            self.gauge(names::PROCESS_CPU_SECONDS_TOTAL, cpu);
+        }
     }
 }

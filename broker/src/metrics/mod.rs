@@ -84,6 +84,9 @@ pub mod names {
     pub const MEMORY_MAPS: &str = "rmq_memory_maps";
     /// Resident memory of the process.
     pub const PROCESS_RESIDENT_BYTES: &str = "rmq_process_resident_bytes";
+    /// User plus system CPU time of the process (Prometheus' standard
+    /// process metric name), seconds.
+    pub const PROCESS_CPU_SECONDS_TOTAL: &str = "process_cpu_seconds_total";
 }
 
 /// Latency buckets, seconds: 10 µs to 10 s.

@@ -1,7 +1,12 @@
 //! This process's resource use, read from /proc (Linux; `None` elsewhere).
 
-/// Open descriptors, memory maps and resident memory of this process.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+/// Clock ticks per second of the `utime`/`stime` fields of /proc/PID/stat:
+/// the kernel's USER_HZ, which Linux fixes at 100 for user space.
+const USER_HZ: f64 = 100.0;
+
+/// Open descriptors, memory maps, resident memory and CPU time of this
+/// process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct ProcessStats {
     /// Entries in /proc/self/fd.
     pub open_files: Option<u64>,
@@ -9,10 +14,12 @@ pub struct ProcessStats {
     pub memory_maps: Option<u64>,
     /// VmRSS, bytes.
     pub resident_bytes: Option<u64>,
+    /// User plus system CPU time of every thread so far, seconds.
+    pub cpu_seconds: Option<f64>,
 }
 
 impl ProcessStats {
-    /// Reads the three figures now.
+    /// Reads the figures now.
     pub fn sample() -> Self {
         Self {
             open_files: std::fs::read_dir("/proc/self/fd")
@@ -22,8 +29,22 @@ impl ProcessStats {
                 .ok()
                 .map(|m| m.lines().count() as u64),
             resident_bytes: resident_bytes(),
+            cpu_seconds: std::fs::read_to_string("/proc/self/stat")
+                .ok()
+                .and_then(|s| cpu_seconds(&s)),
         }
     }
+}
+
+/// utime + stime of a /proc/PID/stat line, seconds. The command name (field
+/// 2) is in parentheses and may hold spaces, so fields are counted after
+/// the last `)`: state is field 3, utime field 14, stime field 15.
+fn cpu_seconds(stat: &str) -> Option<f64> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) as f64 / USER_HZ)
 }
 
 /// VmRSS of this process from /proc/self/status, bytes.
@@ -45,5 +66,16 @@ mod tests {
         assert!(s.open_files.is_some_and(|n| n >= 3));
         assert!(s.memory_maps.is_some_and(|n| n > 0));
         assert!(s.resident_bytes.is_some_and(|n| n > 0));
+        assert!(s.cpu_seconds.is_some_and(|c| c >= 0.0));
+    }
+
+    #[test]
+    fn cpu_time_comes_from_utime_and_stime() {
+        // pid (comm with ") spaces") state ppid pgrp session tty tpgid flags
+        // minflt cminflt majflt cmajflt utime stime cutime ...
+        let line = "42 (rmq x) y) S 1 42 42 0 -1 4194560 10 0 0 0 250 50 7 7 20 0 9";
+        assert_eq!(cpu_seconds(line), Some(3.0));
+        assert_eq!(cpu_seconds("42 (rmq) S 1"), None);
+        assert_eq!(cpu_seconds("no parenthesis"), None);
     }
 }

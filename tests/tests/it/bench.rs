@@ -55,6 +55,11 @@ async fn counts_agree(backend: CqBackend) {
     assert!(d.scrapes >= 2, "{d:?}");
     assert!(d.delay_count >= 2000.0, "{d:?}");
     assert!(d.delay_p99_s.is_some(), "{d:?}");
+    // The broker's CPU and memory over the run (here the test process's,
+    // which holds the broker and the load alike).
+    assert!(d.cpu_seconds.is_some_and(|c| c > 0.0), "{d:?}");
+    assert!(d.cpu_us_per(r.sent).is_some(), "{d:?}");
+    assert!(d.rss_max_bytes.is_some_and(|b| b > 1e6), "{d:?}");
     // What the broker holds matches: 6 queues, one warm-up message each
     // (which the consumers, starting at the end, did not count) and 2000.
     let store = &b.context().store;

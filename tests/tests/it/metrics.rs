@@ -273,6 +273,8 @@ async fn catalog_after_traffic(backend: CqBackend) {
     assert!(v("rmq_open_files", &[]) > 0.0);
     assert!(v("rmq_memory_maps", &[]) > 0.0);
     assert!(v("rmq_process_resident_bytes", &[]) > 1e6);
+    // The broker handled the traffic above: some CPU time was spent.
+    assert!(v("process_cpu_seconds_total", &[]) > 0.0);
     let rocks = value(&samples, "rmq_rocksdb_memtable_bytes", &[]);
     assert_eq!(rocks.is_some(), backend == CqBackend::Rocksdb, "{rocks:?}");
 

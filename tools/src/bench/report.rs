@@ -50,6 +50,23 @@ pub fn print(r: &LoadReport) {
         );
     }
     if let Some(d) = &r.dispatch {
+        if let Some(cpu) = d.cpu_seconds {
+            let per = |n: u64| {
+                d.cpu_us_per(n)
+                    .map_or("-".to_owned(), |us| format!("{us:.1} µs"))
+            };
+            println!(
+                "broker    CPU {:.2} s = {} per message in{}; RSS max {:.0} MiB",
+                cpu,
+                per(r.sent),
+                if s.consumers > 0 {
+                    format!(", {} per message in and out", per(r.sent + r.received))
+                } else {
+                    String::new()
+                },
+                d.rss_max_bytes.unwrap_or(0.0) / 1_048_576.0
+            );
+        }
         println!(
             "dispatch  lag max {:.3} s / {:.0} bytes; per-record delay p50 <= {} p99 <= {} ({} records, {} scrapes)",
             d.lag_max_s,

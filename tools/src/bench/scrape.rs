@@ -1,5 +1,6 @@
 //! Reads the broker's `/metrics` while a load runs: the dispatch lag gauges
-//! each second and the dispatch delay histogram at the start and the end.
+//! each second, the dispatch delay histogram and the process CPU time at
+//! the start and the end, and the resident memory throughout.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -148,6 +149,20 @@ pub struct DispatchReport {
     pub delay_p99_s: Option<f64>,
     /// Records the delay histogram counted during the run.
     pub delay_count: f64,
+    /// Broker CPU seconds (user + system) spent between the first and the
+    /// last scrape, from `process_cpu_seconds_total`.
+    pub cpu_seconds: Option<f64>,
+    /// Largest broker resident memory seen, bytes.
+    pub rss_max_bytes: Option<f64>,
+}
+
+impl DispatchReport {
+    /// Broker CPU per message, microseconds, over `messages` (sent, or sent
+    /// plus received).
+    pub fn cpu_us_per(&self, messages: u64) -> Option<f64> {
+        let cpu = self.cpu_seconds?;
+        (messages > 0).then(|| cpu * 1e6 / messages as f64)
+    }
 }
 
 /// Collects [`DispatchReport`] from scrapes.
@@ -155,6 +170,8 @@ pub struct DispatchReport {
 pub struct DispatchProbe {
     first: Option<Vec<(f64, f64)>>,
     last: Option<Vec<(f64, f64)>>,
+    cpu_first: Option<f64>,
+    cpu_last: Option<f64>,
     report: DispatchReport,
 }
 
@@ -167,6 +184,13 @@ impl DispatchProbe {
         r.scrapes += 1;
         r.lag_max_s = r.lag_max_s.max(lag);
         r.behind_max_bytes = r.behind_max_bytes.max(bytes);
+        if let Some(rss) = e.max(names::PROCESS_RESIDENT_BYTES) {
+            r.rss_max_bytes = Some(r.rss_max_bytes.map_or(rss, |m| m.max(rss)));
+        }
+        if let Some(cpu) = e.max(names::PROCESS_CPU_SECONDS_TOTAL) {
+            self.cpu_first.get_or_insert(cpu);
+            self.cpu_last = Some(cpu);
+        }
         let buckets = e.buckets(names::DISPATCH_DELAY_SECONDS);
         if self.first.is_none() {
             self.first = Some(buckets.clone());
@@ -182,6 +206,9 @@ impl DispatchProbe {
             r.delay_p50_s = quantile_between(a, b, 0.50);
             r.delay_p99_s = quantile_between(a, b, 0.99);
             r.delay_count = b.last().map_or(0.0, |x| x.1) - a.last().map_or(0.0, |x| x.1);
+        }
+        if let (Some(a), Some(b)) = (self.cpu_first, self.cpu_last) {
+            r.cpu_seconds = Some((b - a).max(0.0));
         }
         r
     }
@@ -223,5 +250,24 @@ rmq_dispatch_delay_seconds_bucket{broker="b",backend="file",le="+Inf"} 100
         assert_eq!(r.scrapes, 2);
         assert_eq!(r.lag_max_s, 0.25);
         assert_eq!(r.behind_max_bytes, 4096.0);
+        assert_eq!(r.cpu_seconds, None, "no CPU series, no CPU figure");
+    }
+
+    #[test]
+    fn cpu_per_message_is_the_change_over_the_run() {
+        let at = |cpu: f64, rss: f64| {
+            Exposition::parse(&format!(
+                "process_cpu_seconds_total{{broker=\"b\"}} {cpu}\nrmq_process_resident_bytes{{broker=\"b\"}} {rss}\n"
+            ))
+        };
+        let mut p = DispatchProbe::default();
+        p.observe(&at(10.0, 5e7));
+        p.observe(&at(10.5, 9e7));
+        p.observe(&at(12.0, 8e7));
+        let r = p.report();
+        assert_eq!(r.cpu_seconds, Some(2.0));
+        assert_eq!(r.rss_max_bytes, Some(9e7));
+        assert_eq!(r.cpu_us_per(100_000), Some(20.0));
+        assert_eq!(r.cpu_us_per(0), None);
     }
 }
