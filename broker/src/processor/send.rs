@@ -12,7 +12,7 @@ use rmq_common::remoting::{
     RemotingCommand, RequestCode, ResponseCode, SendMessageRequestHeader, SendMessageResponseHeader,
 };
 
-use super::{blocking, Handled, Refusal};
+use super::{Handled, Refusal};
 use crate::context::BrokerContext;
 use crate::remoting::Connection;
 use crate::service::transaction::half_message;
@@ -119,15 +119,9 @@ pub async fn handle(
     } else {
         messages
     };
-    let store = Arc::clone(&ctx.store);
-    let result = blocking(move || {
-        if messages.len() == 1 {
-            store.put_message(&messages[0])
-        } else {
-            store.put_messages(&messages)
-        }
-    })
-    .await??;
+    // No hand-off to a blocking thread: the append is a copy under the put
+    // lock, and a SYNC_FLUSH wait is a future the group commit completes.
+    let result = ctx.store.put_async(&messages).await?;
     let first = result
         .appended
         .first()

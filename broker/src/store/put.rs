@@ -6,7 +6,7 @@ use std::time::Duration;
 use rmq_common::constants::property;
 use rmq_common::message::MessageToStore;
 use rmq_common::FlushDiskType;
-use rmq_store_file::commitlog::AppendResult;
+use rmq_store_file::commitlog::{AppendResult, FlushFailed};
 use rmq_store_file::StoreError;
 
 use super::delay::schedule_rewrite;
@@ -30,61 +30,151 @@ pub struct PutMessageResult {
     pub appended: Vec<AppendResult>,
 }
 
+/// What an append left to do: the results, and where a SYNC_FLUSH put
+/// must wait for the flush to reach (`None`: it need not wait).
+struct Appended {
+    appended: Vec<AppendResult>,
+    flush_to: Option<i64>,
+    topic: String,
+}
+
 impl MessageStore {
     /// Stores one message. Blocks under SYNC_FLUSH until the flush covers it
     /// (unless the message's WAIT property is "false"). A message with a
     /// DELAY level is stored in the schedule topic instead (see
     /// [`schedule_rewrite`]); the result then names where it waits.
     pub fn put_message(&self, msg: &MessageToStore) -> Result<PutMessageResult, StoreError> {
-        self.ensure_running()?;
-        self.cleaner.admit_write()?;
         let started = std::time::Instant::now();
-        let msg = schedule_rewrite(&self.delay_levels, msg);
-        let r = self.commit_log.append(&msg)?;
-        self.dispatcher.notify_new_data();
-        let status = self.wait_if_sync(r.end_offset(), wants_wait(&msg))?;
-        self.metrics.put(&msg.topic, 1, started.elapsed());
-        Ok(PutMessageResult {
-            status,
-            appended: vec![r],
-        })
+        let a = self.append_one(msg)?;
+        let status = match a.flush_to {
+            Some(end) => self.wait_flushed(end)?,
+            None => PutStatus::PutOk,
+        };
+        Ok(self.finish_put(a, status, started))
     }
 
     /// Stores a batch contiguously under one lock. Delay levels do not
     /// apply to batches (RocketMQ refuses them; the send path does too).
     pub fn put_messages(&self, msgs: &[MessageToStore]) -> Result<PutMessageResult, StoreError> {
+        let started = std::time::Instant::now();
+        let a = self.append_many(msgs)?;
+        let status = match a.flush_to {
+            Some(end) => self.wait_flushed(end)?,
+            None => PutStatus::PutOk,
+        };
+        Ok(self.finish_put(a, status, started))
+    }
+
+    /// The request path's put of one message or a batch: the append runs on
+    /// the caller's task (a copy into the mapped segment under the put
+    /// lock), and under SYNC_FLUSH the answer waits for the group commit as
+    /// a future that the flush service completes, so no thread is parked
+    /// per send. Same rules and results as [`MessageStore::put_message`]
+    /// and [`MessageStore::put_messages`].
+    pub async fn put_async(&self, msgs: &[MessageToStore]) -> Result<PutMessageResult, StoreError> {
+        let started = std::time::Instant::now();
+        let a = match msgs {
+            [one] => self.append_one(one)?,
+            many => self.append_many(many)?,
+        };
+        let status = match a.flush_to {
+            Some(end) => self.flushed(end).await?,
+            None => PutStatus::PutOk,
+        };
+        Ok(self.finish_put(a, status, started))
+    }
+
+    fn append_one(&self, msg: &MessageToStore) -> Result<Appended, StoreError> {
         self.ensure_running()?;
         self.cleaner.admit_write()?;
-        let started = std::time::Instant::now();
+        let msg = schedule_rewrite(&self.delay_levels, msg);
+        let r = self.commit_log.append(&msg)?;
+        self.dispatcher.notify_new_data();
+        Ok(Appended {
+            flush_to: self.must_wait(wants_wait(&msg)).then(|| r.end_offset()),
+            appended: vec![r],
+            topic: msg.topic.clone(),
+        })
+    }
+
+    fn append_many(&self, msgs: &[MessageToStore]) -> Result<Appended, StoreError> {
+        self.ensure_running()?;
+        self.cleaner.admit_write()?;
         let appended = self.commit_log.append_batch(msgs)?;
         self.dispatcher.notify_new_data();
         let end = appended.last().map_or(0, AppendResult::end_offset);
         let wait = msgs.first().is_none_or(wants_wait);
-        let status = self.wait_if_sync(end, wait)?;
-        if let Some(first) = msgs.first() {
-            self.metrics
-                .put(&first.topic, appended.len() as u64, started.elapsed());
-        }
-        Ok(PutMessageResult { status, appended })
+        Ok(Appended {
+            flush_to: self.must_wait(wait).then_some(end),
+            appended,
+            topic: msgs.first().map(|m| m.topic.clone()).unwrap_or_default(),
+        })
     }
 
-    fn wait_if_sync(&self, end_offset: i64, wait: bool) -> Result<PutStatus, StoreError> {
-        if self.config.flush_disk_type != FlushDiskType::SyncFlush || !wait {
-            return Ok(PutStatus::PutOk);
+    fn finish_put(
+        &self,
+        a: Appended,
+        status: PutStatus,
+        started: std::time::Instant,
+    ) -> PutMessageResult {
+        if !a.appended.is_empty() {
+            self.metrics
+                .put(&a.topic, a.appended.len() as u64, started.elapsed());
         }
-        let timeout = Duration::from_millis(self.config.sync_flush_timeout_ms);
-        match self.commit_log.wait_flushed(end_offset, timeout) {
+        PutMessageResult {
+            status,
+            appended: a.appended,
+        }
+    }
+
+    /// Whether a put waits for the flush: SYNC_FLUSH, unless the message
+    /// says not to.
+    fn must_wait(&self, wants: bool) -> bool {
+        self.config.flush_disk_type == FlushDiskType::SyncFlush && wants
+    }
+
+    fn sync_flush_timeout(&self) -> Duration {
+        Duration::from_millis(self.config.sync_flush_timeout_ms)
+    }
+
+    /// Blocks until the flush covers `end_offset`, or `syncFlushTimeout`.
+    fn wait_flushed(&self, end_offset: i64) -> Result<PutStatus, StoreError> {
+        match self
+            .commit_log
+            .wait_flushed(end_offset, self.sync_flush_timeout())
+        {
             Ok(()) => Ok(PutStatus::PutOk),
-            Err(StoreError::FlushTimeout { .. }) => {
-                tracing::warn!(
-                    end_offset,
-                    timeout_ms = self.config.sync_flush_timeout_ms,
-                    "flush disk timeout"
-                );
-                Ok(PutStatus::FlushDiskTimeout)
-            }
+            Err(StoreError::FlushTimeout { .. }) => Ok(self.flush_timed_out(end_offset)),
             Err(e) => Err(e),
         }
+    }
+
+    /// Completes when the flush covers `end_offset`, or `syncFlushTimeout`.
+    async fn flushed(&self, end_offset: i64) -> Result<PutStatus, StoreError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.commit_log.request_flush(
+            end_offset,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        );
+        match tokio::time::timeout(self.sync_flush_timeout(), rx).await {
+            Ok(Ok(Ok(()))) => Ok(PutStatus::PutOk),
+            Ok(Ok(Err(FlushFailed(reason)))) => Err(StoreError::Poisoned { reason }),
+            Ok(Err(_)) => Err(StoreError::Poisoned {
+                reason: "the flush service dropped the request".into(),
+            }),
+            Err(_) => Ok(self.flush_timed_out(end_offset)),
+        }
+    }
+
+    fn flush_timed_out(&self, end_offset: i64) -> PutStatus {
+        tracing::warn!(
+            end_offset,
+            timeout_ms = self.config.sync_flush_timeout_ms,
+            "flush disk timeout"
+        );
+        PutStatus::FlushDiskTimeout
     }
 }
 

@@ -64,3 +64,42 @@ fn roll_over_all_backends() {
         roll_over(backend);
     }
 }
+
+/// The request path's async put: under SYNC_FLUSH it answers only once the
+/// flush covers what it appended (single messages and batches); under
+/// ASYNC_FLUSH it answers at once; either way the units become readable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_put_answers_sync_flush_after_the_flush() {
+    use rmq_broker::store::PutStatus;
+    use rmq_common::FlushDiskType;
+    for backend in BACKENDS {
+        for flush in [FlushDiskType::SyncFlush, FlushDiskType::AsyncFlush] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut config = small_config(dir.path(), backend);
+            config.flush_disk_type = flush;
+            let store = open_store(&config).unwrap();
+            let one = store
+                .put_async(&[message("AsyncPut", 0, "one")])
+                .await
+                .unwrap();
+            assert_eq!(one.status, PutStatus::PutOk);
+            let batch: Vec<_> = ["a", "b", "c"]
+                .iter()
+                .map(|b| message("AsyncPut", 0, *b))
+                .collect();
+            let three = store.put_async(&batch).await.unwrap();
+            assert_eq!(three.status, PutStatus::PutOk);
+            let offsets: Vec<i64> = three.appended.iter().map(|a| a.queue_offset).collect();
+            assert_eq!(offsets, vec![1, 2, 3], "{backend} {flush:?}");
+            if flush == FlushDiskType::SyncFlush {
+                let end = three.appended.last().unwrap().end_offset();
+                assert!(
+                    store.commit_log().flushed_offset() >= end,
+                    "{backend}: answered before the flush covered {end}"
+                );
+            }
+            wait_dispatched(&store);
+            assert_eq!(read_queue(&store, "AsyncPut", 0).len(), 4);
+        }
+    }
+}
