@@ -158,6 +158,10 @@ pub async fn serve<H: RequestHandler>(
     .await;
 }
 
+/// Most responses gathered into one write; bounds how long the first of
+/// them waits behind the others.
+const MAX_RESPONSES_PER_WRITE: usize = 64;
+
 async fn connection<H: RequestHandler>(
     stream: TcpStream,
     peer: SocketAddr,
@@ -187,7 +191,19 @@ async fn connection<H: RequestHandler>(
                 _ = writer_cancel.cancelled() => None,
             };
             let Some(cmd) = next else { break };
-            if let Err(e) = sink.send(cmd).await {
+            // Responses that are ready as well go out with this one: one
+            // write (and one wake-up of the peer) for the lot.
+            let mut written = sink.feed(cmd).await;
+            let mut batched = 1;
+            while written.is_ok() && batched < MAX_RESPONSES_PER_WRITE {
+                let Ok(more) = rx.try_recv() else { break };
+                written = sink.feed(more).await;
+                batched += 1;
+            }
+            if written.is_ok() {
+                written = sink.flush().await;
+            }
+            if let Err(e) = written {
                 tracing::debug!(%peer, error = %e, "write failed; closing connection");
                 writer_cancel.cancel();
                 break;
