@@ -11,7 +11,7 @@ use rmq_common::remoting::{RemotingCommand, RequestCode};
 use rmq_client::{self as sdk, SdkError};
 use rmq_common::remoting::body::{ClusterInfo, TopicConfig, TopicConfigSerializeWrapper};
 
-/// Creates or updates a topic on a broker.
+/// Creates or updates a topic on a broker (this one or Apache RocketMQ's).
 pub async fn topic_create(
     broker: SocketAddr,
     topic: &str,
@@ -26,6 +26,12 @@ pub async fn topic_create(
             ("readQueueNums", queues.to_string()),
             ("writeQueueNums", queues.to_string()),
             ("perm", perm.to_string()),
+            // Java's CreateTopicRequestHeader refuses a request without
+            // these (they are @CFNotNull); this broker has defaults.
+            ("defaultTopic", "TBW102".to_owned()),
+            ("topicFilterType", "SINGLE_TAG".to_owned()),
+            ("topicSysFlag", "0".to_owned()),
+            ("order", "false".to_owned()),
         ],
     );
     sdk::call(&c, req).await?;
