@@ -86,7 +86,9 @@ struct RawQueue {
 }
 
 /// Reads every min/max key and the checkpoints, and the last entry of each
-/// queue (for its record end, which the max key does not hold).
+/// queue. The last entry, not the max key, says where a queue ends: the
+/// writer persists max keys lazily (see `writer.rs`), so after a crash they
+/// may lag behind the entries the same consistent prefix holds.
 pub(crate) fn load(db: &Db) -> Result<Loaded, CqError> {
     let cf = db.offsets()?;
     let mut raw: HashMap<QueueKey, RawQueue> = HashMap::new();
@@ -115,39 +117,36 @@ pub(crate) fn load(db: &Db) -> Result<Loaded, CqError> {
         }
     }
 
-    // One multi-get for the record sizes of every queue's last entry.
-    let with_max: Vec<(&QueueKey, OffsetValue)> = raw
-        .iter()
-        .filter_map(|(k, q)| q.max.map(|m| (k, m)))
-        .collect();
-    let keys: Vec<Vec<u8>> = with_max
-        .iter()
-        .map(|(k, m)| key::entry_key(&k.topic, k.queue_id, m.queue_offset))
-        .collect();
-    let entries = db.entries()?;
-    let mut ends = HashMap::with_capacity(keys.len());
-    for ((k, max), got) in with_max
-        .iter()
-        .zip(db.db.batched_multi_get_cf(entries, &keys, false))
-    {
-        let got = got.map_err(engine_ctx("read the last entries at open"))?;
-        let end = match got {
-            Some(v) => EntryValue::decode(&v)?.phy_end(),
-            // Only the compaction filter removes entries below a max key, and
-            // only below the CommitLog min; the lazy min correction empties
-            // such a queue. Until then, the record start is a safe lower bound.
-            None => max.phy_offset,
-        };
-        ends.insert((*k).clone(), end);
-    }
-
+    let lasts = last_entries(db, raw.keys())?;
     let mut queues = FxHashMap::with_capacity_and_hasher(raw.len(), Default::default());
     for (k, q) in raw {
-        let last = q.max.map(|m| LastUnit {
+        let from_entries = lasts.get(&k).copied();
+        // A max key without its entry: the compaction filter dropped units
+        // below the CommitLog min (the lazy min correction empties such a
+        // queue), and the record start is a safe lower bound of its end.
+        let from_key = q.max.map(|m| LastUnit {
             offset: m.queue_offset,
             phy: m.phy_offset,
-            phy_end: ends.get(&k).copied().unwrap_or(m.phy_offset),
+            phy_end: m.phy_offset,
         });
+        let mut last = match (from_entries, from_key) {
+            (Some(e), Some(m)) if m.offset > e.offset => {
+                // Only truncation (which rewrites the max key in the same
+                // batch) and the compaction filter remove entries.
+                tracing::warn!(topic = %k.topic, queue_id = k.queue_id, max_key = m.offset, last_entry = e.offset, "max key beyond the last entry; the queue resumes after the max key");
+                Some(m)
+            }
+            (Some(e), _) => Some(e),
+            (None, m) => m,
+        };
+        if let (Some(min), Some(l)) = (q.min, last) {
+            // An emptied queue (every unit below the CommitLog min) has its
+            // min key one past its old units, which stay until compaction
+            // drops them, and its max key deleted, perhaps not yet on disk.
+            if l.offset < min.queue_offset {
+                last = None;
+            }
+        }
         let (min, min_phy) = match (q.min, last) {
             (Some(m), _) => (m.queue_offset, m.phy_offset),
             (None, Some(l)) => first_entry(db, &k)?.unwrap_or((l.offset, l.phy)),
@@ -169,6 +168,47 @@ pub(crate) fn load(db: &Db) -> Result<Loaded, CqError> {
         cache: OffsetCache { queues, dispatched },
         commit_log_min,
     })
+}
+
+/// The last entry of every queue in `queues`, by one seek each on one
+/// iterator, in key order so the seeks move forward through the files.
+fn last_entries<'a>(
+    db: &Db,
+    queues: impl Iterator<Item = &'a QueueKey>,
+) -> Result<HashMap<QueueKey, LastUnit>, CqError> {
+    let mut order: Vec<(Vec<u8>, &QueueKey)> = queues
+        .map(|k| (key::queue_entries_end(&k.topic, k.queue_id), k))
+        .collect();
+    order.sort_unstable();
+    let mut lasts = HashMap::with_capacity(order.len());
+    let mut it = db.db.raw_iterator_cf(db.entries()?);
+    for (end, k) in order {
+        // The greatest key below the queue's end; it belongs to the queue
+        // when it has an entry key's length and the queue's prefix (the end
+        // key with its last byte, the separator, put back).
+        it.seek_for_prev(&end);
+        let prefix = &end[..end.len() - 1];
+        if let (Some(found), Some(value)) = (it.key(), it.value()) {
+            let in_queue = found.len() == end.len() + 8
+                && found.starts_with(prefix)
+                && found[prefix.len()] == key::SEP;
+            if in_queue {
+                let offset = key::entry_key_offset(found).unwrap_or(0);
+                let v = EntryValue::decode(value)?;
+                lasts.insert(
+                    k.clone(),
+                    LastUnit {
+                        offset,
+                        phy: v.phy_offset,
+                        phy_end: v.phy_end(),
+                    },
+                );
+            }
+        }
+    }
+    it.status()
+        .map_err(engine_ctx("read the last entries at open"))?;
+    Ok(lasts)
 }
 
 /// The first entry of a queue (queue offset, CommitLog offset). Only used for

@@ -39,6 +39,9 @@ pub(crate) struct Shared {
     /// Test hook: the next group commit fails as if RocksDB refused it.
     #[cfg(test)]
     pub fail_next_write: AtomicBool,
+    /// Test hook: the writer writes max keys only at a barrier or its end.
+    #[cfg(test)]
+    pub hold_max_keys: AtomicBool,
 }
 
 impl Shared {
@@ -54,6 +57,8 @@ impl Shared {
             dir,
             #[cfg(test)]
             fail_next_write: AtomicBool::new(false),
+            #[cfg(test)]
+            hold_max_keys: AtomicBool::new(false),
         }
     }
 

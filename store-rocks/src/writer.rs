@@ -3,6 +3,14 @@
 //! in-memory min/max cache, and only then calls the batches' callbacks in
 //! order (the broker wakes waiting pulls from them, so a pull never sees a
 //! unit before it is readable).
+//!
+//! Max keys are written lazily: a group writes its entries (and any min key
+//! it changes), while the max keys of the queues it touched are written
+//! together every [`MAX_KEY_GROUPS`] groups, at a barrier and when the
+//! thread ends. With many queues nearly every unit lands in a queue of its
+//! own, so a max key per unit doubled the memtable inserts. Nothing depends
+//! on a max key being current: at open the last entry of each queue is read
+//! from the entries (`offsets::load`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
@@ -14,13 +22,16 @@ use parking_lot::{Mutex, RwLock};
 use rmq_common::constants::CHECKPOINT_TOPIC;
 use rmq_common::cq::{CqError, CqPut, PutCallback, QueueKey};
 use rocksdb::WriteBatch;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::db::Db;
 use crate::key::{self, EntryValue};
 use crate::maintain::{self, Correction};
 use crate::offsets::{LastUnit, OffsetCache, QueueState};
 use crate::shared::Shared;
+
+/// Groups between two writes of the max keys of the queues they touched.
+pub(crate) const MAX_KEY_GROUPS: usize = 64;
 
 /// One `put_async` call.
 pub(crate) struct PutRequest {
@@ -138,17 +149,22 @@ fn thread_gone() -> CqError {
 /// when the sender is dropped and the queue is empty.
 fn run(shared: &Shared, rx: &Receiver<Msg>, max_units: usize) {
     let mut carry: Option<Msg> = None;
+    let mut max_keys = MaxKeys::default();
     loop {
         let first = match carry.take() {
             Some(m) => m,
             None => match rx.recv() {
                 Ok(m) => m,
-                Err(_) => return,
+                Err(_) => {
+                    max_keys.write(shared);
+                    return;
+                }
             },
         };
         let first = match first {
             Msg::Put(p) => p,
             Msg::Barrier(ack) => {
+                max_keys.write(shared);
                 let _ = ack.send(());
                 continue;
             }
@@ -174,21 +190,91 @@ fn run(shared: &Shared, rx: &Receiver<Msg>, max_units: usize) {
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
-        commit_group(shared, group, units);
+        commit_group(shared, group, units, &mut max_keys.dirty);
+        max_keys.groups += 1;
+        if max_keys.groups >= max_key_groups(shared) || after.is_some() {
+            max_keys.write(shared);
+        }
         if let Some(ack) = after {
             let _ = ack.send(());
         }
     }
 }
 
+/// The queues whose max key on disk lags behind the cache.
+#[derive(Default)]
+struct MaxKeys {
+    dirty: FxHashSet<QueueKey>,
+    /// Groups written since the last max-key write.
+    groups: usize,
+}
+
+impl MaxKeys {
+    /// Writes the max key of every dirty queue as the cache has it now, in
+    /// key order, in one batch. A queue gone from the cache (its topic was
+    /// deleted) has no key to write.
+    fn write(&mut self, shared: &Shared) {
+        self.groups = 0;
+        if self.dirty.is_empty() {
+            return;
+        }
+        let mut dirty: Vec<QueueKey> = self.dirty.drain().collect();
+        sort_offset_key_order(&mut dirty);
+        let guard = shared.db.read();
+        let Some(db) = guard.as_ref() else { return };
+        let _w = shared.write_lock.lock();
+        if shared.check_writable().is_err() {
+            return;
+        }
+        let outcome = db.offsets().and_then(|cf| {
+            let mut batch = WriteBatch::default();
+            {
+                let cache = shared.offsets.read();
+                for k in &dirty {
+                    if let Some(q) = cache.queues.get(k) {
+                        maintain::put_or_delete_max_key(&mut batch, cf, k, q);
+                    }
+                }
+            }
+            db.write(batch, "write the max offsets of the rocksdb consume queue")
+        });
+        if let Err(e) = outcome {
+            shared.poison(&e);
+        }
+    }
+}
+
+/// Groups between max-key writes; a test may hold them back until a barrier.
+fn max_key_groups(shared: &Shared) -> usize {
+    #[cfg(test)]
+    if shared.hold_max_keys.load(Ordering::Relaxed) {
+        return usize::MAX;
+    }
+    let _ = shared;
+    MAX_KEY_GROUPS
+}
+
+/// Sorts queues in the order of their `offset` CF keys: topic length, topic,
+/// queue id.
+fn sort_offset_key_order(keys: &mut [QueueKey]) {
+    keys.sort_unstable_by(|a, b| {
+        (a.topic.len(), &a.topic, a.queue_id).cmp(&(b.topic.len(), &b.topic, b.queue_id))
+    });
+}
+
 /// Writes one group and calls its callbacks in order.
-fn commit_group(shared: &Shared, group: Vec<PutRequest>, units: usize) {
+fn commit_group(
+    shared: &Shared,
+    group: Vec<PutRequest>,
+    units: usize,
+    dirty: &mut FxHashSet<QueueKey>,
+) {
     let outcome = {
         let guard = shared.db.read();
         match guard.as_ref() {
             Some(db) => {
                 let _w = shared.write_lock.lock();
-                write_locked(shared, db, &group)
+                write_locked(shared, db, &group, dirty)
             }
             None => Err(CqError::Closed),
         }
@@ -263,10 +349,12 @@ struct Staged {
 /// Plans and writes the group under the write lock. `Err` means nothing of
 /// the group was written (the store is or becomes poisoned); `Ok` holds each
 /// request's own result (a request failing validation is skipped whole).
+/// Queues whose max key is now behind are added to `dirty`.
 fn write_locked(
     shared: &Shared,
     db: &Db,
     group: &[PutRequest],
+    dirty: &mut FxHashSet<QueueKey>,
 ) -> Result<Vec<Result<(), CqError>>, CqError> {
     shared.check_writable()?;
     let commit_log_min = shared.commit_log_min.load(Ordering::Acquire);
@@ -329,22 +417,16 @@ fn write_locked(
     }
 
     let offsets_cf = db.offsets()?;
-    // Key order again: the offset keys sort by topic length, topic, queue.
-    let mut touched: Vec<(&QueueKey, &Staged)> = staged.iter().collect();
-    touched.sort_unstable_by(|a, b| {
-        (a.0.topic.len(), &a.0.topic, a.0.queue_id).cmp(&(
-            b.0.topic.len(),
-            &b.0.topic,
-            b.0.queue_id,
-        ))
-    });
-    for (k, st) in touched {
-        if st.min_dirty {
-            maintain::put_min_key(&mut batch, offsets_cf, k, &st.state);
-        }
-        if st.max_dirty {
-            maintain::put_or_delete_max_key(&mut batch, offsets_cf, k, &st.state);
-        }
+    // Min keys change on a queue's first unit or a min correction: rare, so
+    // written with the group. Key order again (topic length, topic, queue).
+    let mut min_changed: Vec<QueueKey> = staged
+        .iter()
+        .filter(|(_, st)| st.min_dirty)
+        .map(|(k, _)| k.clone())
+        .collect();
+    sort_offset_key_order(&mut min_changed);
+    for k in &min_changed {
+        maintain::put_min_key(&mut batch, offsets_cf, k, &staged[k].state);
     }
     if dispatched != old_dispatched {
         maintain::put_checkpoint(&mut batch, offsets_cf, dispatched);
@@ -364,6 +446,12 @@ fn write_locked(
             return Err(e);
         }
     }
+    dirty.extend(
+        staged
+            .iter()
+            .filter(|(_, st)| st.max_dirty)
+            .map(|(k, _)| k.clone()),
+    );
     publish(&mut shared.offsets.write(), staged, dispatched);
     Ok(results)
 }

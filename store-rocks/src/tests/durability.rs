@@ -82,6 +82,13 @@ fn crash_child() {
     };
     let root = Path::new(&root);
     let s = open(root);
+    if mode == "torn-held" {
+        // Max keys reach the disk only with the flush after batch
+        // TORN_FLUSH_AFTER: later entries persist without theirs.
+        s.shared()
+            .hold_max_keys
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let flushed = match mode.as_str() {
         "checkpoint" => {
             let a: Vec<_> = (0..100).map(|i| unit("cp", 0, i, i * 10)).collect();
@@ -91,7 +98,7 @@ fn crash_child() {
             s.put(&b, 2000).unwrap();
             1000
         }
-        "torn" => {
+        "torn" | "torn-held" => {
             let mut flushed = 0;
             for b in 0..TORN_BATCHES {
                 let (units, to) = torn_batch(b);
@@ -127,8 +134,19 @@ fn checkpoint_is_durable_only_after_flush() {
 
 #[test]
 fn crash_leaves_a_consistent_prefix_under_the_checkpoint() {
+    crash_then_redispatch("torn");
+}
+
+/// The same crash with max keys written only at the flush: the queues end
+/// where their entries end, not where their last max keys said.
+#[test]
+fn crash_with_max_keys_behind_the_entries_loses_no_offset() {
+    crash_then_redispatch("torn-held");
+}
+
+fn crash_then_redispatch(mode: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let flushed = run_child("torn", dir.path());
+    let flushed = run_child(mode, dir.path());
     let s = open(dir.path());
     let cp = s.dispatched_phy_offset().unwrap();
     let total = TORN_BATCHES * TORN_BATCH * 10;
