@@ -66,9 +66,14 @@ fn push_queue(out: &mut Vec<u8>, topic: &str, queue_id: i32) {
 /// Entry key of unit `queue_offset` of a queue.
 pub(crate) fn entry_key(topic: &str, queue_id: i32, queue_offset: i64) -> Vec<u8> {
     let mut k = Vec::with_capacity(topic.len() + 19);
-    push_queue(&mut k, topic, queue_id);
-    k.extend_from_slice(&queue_offset.to_be_bytes());
+    push_entry_key(&mut k, topic, queue_id, queue_offset);
     k
+}
+
+/// Appends the entry key of unit `queue_offset` of a queue to `out`.
+pub(crate) fn push_entry_key(out: &mut Vec<u8>, topic: &str, queue_id: i32, queue_offset: i64) {
+    push_queue(out, topic, queue_id);
+    out.extend_from_slice(&queue_offset.to_be_bytes());
 }
 
 /// Exclusive upper bound of every entry key of a queue.

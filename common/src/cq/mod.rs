@@ -12,7 +12,7 @@ mod types;
 
 pub use error::CqError;
 pub use memory::MemoryConsumeQueueStore;
-pub use types::{Boundary, CqPut, CqStats, CqUnit, QueueKey, StoreTimeSource};
+pub use types::{AsQueueKey, Boundary, CqPut, CqStats, CqUnit, QueueKey, StoreTimeSource};
 
 /// Told when an asynchronous put has been written (or failed).
 pub type PutCallback = Box<dyn FnOnce(Result<(), CqError>) + Send>;

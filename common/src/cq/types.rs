@@ -21,6 +21,56 @@ impl QueueKey {
     }
 }
 
+/// A (topic, queue id) seen through a borrow: maps keyed by [`QueueKey`] can
+/// be searched with `&(topic, queue_id) as &dyn AsQueueKey` without building
+/// (and allocating) a key. Hashes and compares exactly as `QueueKey` does.
+pub trait AsQueueKey {
+    /// Topic.
+    fn topic(&self) -> &str;
+    /// Queue id.
+    fn queue_id(&self) -> i32;
+}
+
+impl AsQueueKey for QueueKey {
+    fn topic(&self) -> &str {
+        &self.topic
+    }
+    fn queue_id(&self) -> i32 {
+        self.queue_id
+    }
+}
+
+impl AsQueueKey for (&str, i32) {
+    fn topic(&self) -> &str {
+        self.0
+    }
+    fn queue_id(&self) -> i32 {
+        self.1
+    }
+}
+
+impl<'a> std::borrow::Borrow<dyn AsQueueKey + 'a> for QueueKey {
+    fn borrow(&self) -> &(dyn AsQueueKey + 'a) {
+        self
+    }
+}
+
+impl std::hash::Hash for dyn AsQueueKey + '_ {
+    // The derived `Hash` of `QueueKey`: the topic, then the queue id.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.topic().hash(state);
+        self.queue_id().hash(state);
+    }
+}
+
+impl PartialEq for dyn AsQueueKey + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.queue_id() == other.queue_id() && self.topic() == other.topic()
+    }
+}
+
+impl Eq for dyn AsQueueKey + '_ {}
+
 /// One unit to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CqPut {
@@ -107,4 +157,23 @@ pub struct CqStats {
     pub write_stall_micros: u64,
     /// Units waiting in a group-commit queue.
     pub pending_writes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::{AsQueueKey, QueueKey};
+
+    #[test]
+    fn a_borrowed_key_finds_what_an_owned_key_stored() {
+        let mut m: HashMap<QueueKey, u32> = HashMap::new();
+        m.insert(QueueKey::new("TopicA", 3), 1);
+        m.insert(QueueKey::new("TopicA", 4), 2);
+        m.insert(QueueKey::new("TopicB", 3), 3);
+        assert_eq!(m.get(&("TopicA", 4) as &dyn AsQueueKey), Some(&2));
+        assert_eq!(m.get(&("TopicB", 3) as &dyn AsQueueKey), Some(&3));
+        assert_eq!(m.get(&("TopicB", 4) as &dyn AsQueueKey), None);
+        assert_eq!(m.get(&("Topic", 3) as &dyn AsQueueKey), None);
+    }
 }
