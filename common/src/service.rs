@@ -22,6 +22,10 @@ pub enum Next {
     After(Duration),
     /// Only when woken.
     WhenWoken,
+    /// After this long; a [`Signal::nudge`] does not shorten it (a
+    /// [`Signal::wake`] and a stop do). For a busy service that would rather
+    /// look for news on a short timer than be woken for each piece of it.
+    Poll(Duration),
 }
 
 /// The wake-up and stop signal of one service. Shared with whoever has news
@@ -37,6 +41,10 @@ pub struct Signal {
 #[derive(Debug, Default)]
 struct SignalState {
     woken: bool,
+    /// A nudge came since the last wait ended.
+    nudged: bool,
+    /// The service is in a [`Next::Poll`] wait: a nudge need not wake it.
+    polling: bool,
     stop: Option<String>,
 }
 
@@ -50,6 +58,20 @@ impl Signal {
     pub fn wake(&self) {
         self.state.lock().woken = true;
         self.cv.notify_all();
+    }
+
+    /// News the service need not act on at once: ends any wait but a
+    /// [`Next::Poll`] one (and makes the next such wait return at once if
+    /// the service is between waits). A service that polls while busy is
+    /// thus not woken, with a futex call and a context switch, per piece of
+    /// news.
+    pub fn nudge(&self) {
+        let mut state = self.state.lock();
+        state.nudged = true;
+        if !state.polling {
+            drop(state);
+            self.cv.notify_all();
+        }
     }
 
     /// Whether a stop has been asked for.
@@ -74,11 +96,14 @@ impl Signal {
         let mut state = self.state.lock();
         let deadline = match next {
             Next::Now => None,
-            Next::After(d) => Some(Instant::now().checked_add(d)),
+            Next::After(d) | Next::Poll(d) => Some(Instant::now().checked_add(d)),
             Next::WhenWoken => Some(None),
         };
+        let polling = matches!(next, Next::Poll(_));
+        state.polling = polling;
         if let Some(deadline) = deadline {
-            while !state.woken && state.stop.is_none() {
+            // A poll ignores nudges; every other wait ends on one.
+            while !state.woken && (polling || !state.nudged) && state.stop.is_none() {
                 match deadline {
                     Some(at) => {
                         if self.cv.wait_until(&mut state, at).timed_out() {
@@ -90,6 +115,8 @@ impl Signal {
             }
         }
         state.woken = false;
+        state.nudged = false;
+        state.polling = false;
         state.stop.clone()
     }
 }
@@ -302,6 +329,39 @@ mod tests {
         assert!(signal.stopping());
         let rest: Vec<String> = rx.try_iter().collect();
         assert_eq!(rest.last().map(String::as_str), Some("finish: enough"));
+    }
+
+    #[test]
+    fn a_nudge_ends_a_long_wait_but_not_a_poll_and_a_wake_ends_both() {
+        let signal = Signal::new();
+        let (p, rx) = probe(Next::After(LONG));
+        let s = Service::start_with("t-nudge", Arc::clone(&signal), Next::After(LONG), p).unwrap();
+        signal.nudge();
+        assert_eq!(rx.recv_timeout(LONG).unwrap(), "pass");
+        s.stop("x");
+        assert_eq!(rx.recv_timeout(LONG).unwrap(), "finish: x");
+
+        let signal = Signal::new();
+        let (p, rx) = probe(Next::Poll(LONG));
+        let s = Service::start_with("t-poll", Arc::clone(&signal), Next::Poll(LONG), p).unwrap();
+        // The thread may not be waiting yet: wait until the signal says it
+        // polls (bounded), so the nudge below meets the poll.
+        let give_up = Instant::now() + LONG;
+        while !signal.state.lock().polling {
+            assert!(
+                Instant::now() < give_up,
+                "the service never entered its poll wait"
+            );
+            std::thread::yield_now();
+        }
+        signal.nudge();
+        assert!(
+            rx.recv_timeout(Duration::from_millis(200)).is_err(),
+            "a nudge cut a poll short"
+        );
+        signal.wake();
+        assert_eq!(rx.recv_timeout(LONG).unwrap(), "pass");
+        s.stop("y");
     }
 
     #[test]
