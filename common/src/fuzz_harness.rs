@@ -112,8 +112,20 @@ fn touch(cmd: &RemotingCommand) {
     let _ = cmd.remark.as_deref().map(str::len);
 }
 
-/// The JSON header decoder.
+/// The JSON header decoder; where its fast path answers, the answer must be
+/// the general decoder's.
 pub fn header_json(data: &[u8]) {
+    if let Some(fast) = crate::remoting::json_header_fast::decode(data) {
+        match crate::remoting::json_header::decode_general(data) {
+            Ok(general) => assert_eq!(
+                fast, general,
+                "fast and general JSON header decoders differ"
+            ),
+            Err(e) => {
+                panic!("the fast JSON header path took a header the general one refuses: {e}")
+            }
+        }
+    }
     if let Ok(cmd) = RemotingCommand::decode_header(SerializeType::Json, data) {
         touch(&cmd);
     }

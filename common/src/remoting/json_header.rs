@@ -52,6 +52,15 @@ pub(crate) fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) -> Result<(), Rem
 
 /// Decodes a JSON header; the body is left empty.
 pub(crate) fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
+    match super::json_header_fast::decode(header) {
+        Some(cmd) => Ok(cmd),
+        None => decode_general(header),
+    }
+}
+
+/// Decodes any header the lenient way, through a `serde_json::Value` tree,
+/// with an error naming the field that is wrong.
+pub(crate) fn decode_general(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
     // Strict JSON first (what every client writes, and the fast path);
     // fastjson's looser syntax (single quotes, unquoted keys) second.
     let value: Value = match serde_json::from_slice(header) {

@@ -14,7 +14,8 @@ pub mod error;
 pub mod ext_fields;
 mod frame;
 pub mod header;
-mod json_header;
+pub(crate) mod json_header;
+pub(crate) mod json_header_fast;
 pub mod language;
 pub mod version;
 

@@ -1,0 +1,253 @@
+//! The fast path of the JSON header decoder: straight from the bytes into the
+//! command's fields, without the intermediate `serde_json::Value` tree.
+//!
+//! It handles what clients send every time (integers as numbers or numeric
+//! strings, `language` as a name or a code, `extFields` values as strings,
+//! integers, booleans or nulls) and gives up on anything else (a float, a
+//! nested value, a duplicate field, fastjson's looser syntax): the general
+//! decoder in `json_header` then decides, with its own errors. Where it
+//! answers, it answers exactly as the general decoder would.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+
+use super::command::{RemotingCommand, SerializeType};
+use super::language::LanguageCode;
+
+/// Decodes `header`, or `None` when the general decoder must look at it.
+pub(crate) fn decode(header: &[u8]) -> Option<RemotingCommand> {
+    // A derived struct would also take a JSON array of its fields in order;
+    // the header must be an object.
+    if header.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    let h: Header = serde_json::from_slice(header).ok()?;
+    Some(RemotingCommand {
+        code: h.code?.0,
+        language: h.language.map_or(LanguageCode::Java, |l| l.0),
+        version: h.version.map_or(0, |v| v.0),
+        opaque: h.opaque.map_or(0, |v| v.0),
+        flag: h.flag.map_or(0, |v| v.0),
+        remark: h.remark.map(|r| r.0),
+        ext_fields: h.ext_fields.map(|e| e.0).unwrap_or_default(),
+        body: None,
+        serialize_type: SerializeType::Json,
+    })
+}
+
+/// The fields the command takes; others are skipped, as the general decoder
+/// ignores them. A JSON null is `None`, as there.
+#[derive(Deserialize)]
+struct Header {
+    code: Option<Int>,
+    language: Option<Lang>,
+    version: Option<Int>,
+    opaque: Option<Int>,
+    flag: Option<Int>,
+    remark: Option<Text>,
+    #[serde(rename = "extFields")]
+    ext_fields: Option<Ext>,
+}
+
+/// Refuses any other JSON kind, so the general decoder reports it.
+fn refuse<E: de::Error>(what: &str) -> E {
+    E::custom(format_args!("left to the general decoder: {what}"))
+}
+
+/// An `i32` given as an integer or a numeric string (blanks trimmed).
+struct Int(i32);
+
+impl<'de> Deserialize<'de> for Int {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Int;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a 32-bit integer")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Int, E> {
+                i32::try_from(v)
+                    .map(Int)
+                    .map_err(|_| refuse("out of range"))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Int, E> {
+                i32::try_from(v)
+                    .map(Int)
+                    .map_err(|_| refuse("out of range"))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Int, E> {
+                v.trim()
+                    .parse()
+                    .map(Int)
+                    .map_err(|_| refuse("not a number"))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `language` as a name (any case) or a code; an unknown one is `Other`.
+struct Lang(LanguageCode);
+
+impl<'de> Deserialize<'de> for Lang {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Lang;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a language name or code")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Lang, E> {
+                Ok(Lang(LanguageCode::from_name(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Lang, E> {
+                Ok(Lang(
+                    u8::try_from(v).map_or(LanguageCode::Other, LanguageCode::from_code),
+                ))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Lang, E> {
+                // Only negative integers come here.
+                Ok(Lang(LanguageCode::Other))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `remark`: a string, or an integer or boolean in its JSON spelling.
+struct Text(String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ScalarText).and_then(|t| match t {
+            Some(t) => Ok(Text(t)),
+            None => Err(refuse("null inside a value")),
+        })
+    }
+}
+
+/// A scalar as the text the general decoder stores: strings as they are,
+/// integers and booleans in their JSON spelling, null as `None`.
+struct ScalarText;
+
+impl Visitor<'_> for ScalarText {
+    type Value = Option<String>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string, integer, boolean or null")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Some(v.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Some(v))
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(Some(v.to_string()))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(Some(v.to_string()))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(Some(v.to_string()))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// One `extFields` value (`None`: a null, which is dropped).
+struct ExtValue(Option<String>);
+
+impl<'de> Deserialize<'de> for ExtValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ScalarText).map(ExtValue)
+    }
+}
+
+/// `extFields` as the string map; a repeated key keeps its last value.
+struct Ext(BTreeMap<String, String>);
+
+impl<'de> Deserialize<'de> for Ext {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Ext;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Ext, A::Error> {
+                let mut out = BTreeMap::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    match map.next_value::<ExtValue>()?.0 {
+                        Some(text) => {
+                            out.insert(key, text);
+                        }
+                        None => {
+                            // A null drops the key, even one given before.
+                            out.remove(&key);
+                        }
+                    }
+                }
+                Ok(Ext(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode;
+    use crate::remoting::json_header::decode_general;
+
+    /// Headers real clients send, and odd ones: wherever the fast path
+    /// answers, its answer is the general decoder's.
+    const HEADERS: &[&str] = &[
+        r#"{"code":10,"extFields":{"topic":"T","queueId":"3","bornTimestamp":"1700000000123","flag":"0","properties":"KEYS\u0001k\u0002"},"flag":0,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON","version":399}"#,
+        r#"{"code":"10","language":9,"opaque":3,"flag":0,"extFields":{"queueId":3,"unitMode":false,"batch":true,"bornTimestamp":1700000000123,"topic":"T","nothing":null},"remark":null,"serializeTypeCurrentRPC":"JSON","suspended":false,"unknown":[1]}"#,
+        r#"{"code":34,"language":"cpp"}"#,
+        r#"{"code":34,"language":"KOTLIN"}"#,
+        r#"{"code":34,"language":400}"#,
+        r#"{"code":34,"language":-1}"#,
+        r#"{"code":34}"#,
+        r#"  {"code":" 12 ","remark":5,"opaque":true}"#,
+        r#"{"code":1,"remark":true,"flag":"1"}"#,
+        r#"{"code":1,"extFields":{"a":"1","a":null}}"#,
+        r#"{"code":1,"extFields":{"a":null,"a":"2"}}"#,
+        r#"{"code":1,"code":2}"#,
+        r#"{"code":1.5}"#,
+        r#"{"code":1,"extFields":{"n":{"a":1}}}"#,
+        r#"{"code":1,"extFields":{"f":1.25}}"#,
+        r#"{"code":1,"extFields":[1]}"#,
+        r#"{"code":1,"opaque":4294967296}"#,
+        r#"{"code":1,"language":true}"#,
+        r#"{"code":"ten"}"#,
+        r#"{"opaque":1}"#,
+        r#"[10,"JAVA",0,1,0,null,{}]"#,
+        r#"{code:10,'language':'JAVA'}"#,
+        r#"{"code":"#,
+    ];
+
+    #[test]
+    fn answers_as_the_general_decoder_or_not_at_all() {
+        let mut answered = 0;
+        for h in HEADERS {
+            if let Some(fast) = decode(h.as_bytes()) {
+                answered += 1;
+                match decode_general(h.as_bytes()) {
+                    Ok(general) => assert_eq!(fast, general, "{h}"),
+                    Err(e) => {
+                        panic!("the fast path took {h}, which the general decoder refuses: {e}")
+                    }
+                }
+            }
+        }
+        // The everyday headers take the fast path.
+        assert!(answered >= 9, "only {answered} headers took the fast path");
+        assert!(decode(HEADERS[0].as_bytes()).is_some());
+        assert!(decode(HEADERS[1].as_bytes()).is_some());
+    }
+}
