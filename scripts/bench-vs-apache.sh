@@ -1,0 +1,556 @@
+#!/usr/bin/env bash
+# Side by side: this broker against Apache RocketMQ's own broker, on this
+# machine, under the same loads. A program, not a test: it prints one table
+# (and writes it as markdown and JSON to --out) for a person to read.
+#
+#   scripts/bench-vs-apache.sh [--quick] [--targets a,b] [--loads L1,L2]
+#                              [--out DIR] [--dir DIR]
+#
+# Targets, one at a time (never two brokers at once), each on a fresh store
+# folder under --dir (default: the system temp folder), deleted after it:
+#   apache-4.9.7          Apache broker + NameServer 4.9.7, file consume queue
+#   apache-5.3.3          Apache broker + NameServer 5.3.3, file consume queue
+#   apache-5.3.3-rocksdb  the same with storeType=defaultRocksDB
+#   ours-file             target/release/rmq-broker, consumeQueueStore=file
+#   ours-rocksdb          the same with consumeQueueStore=rocksdb
+# (There is no 4.9.8 broker on Maven Central here; 4.9.7 stands for the 4.9
+# line.)
+#
+# Loads, the same against every target (topics of 8 queues, 1 KiB bodies
+# unless said):
+#   L1  the Java load program (tools/apache, stock rocketmq-client 4.9.7):
+#       64 threads, synchronous DefaultMQProducer.send, one producer instance
+#   L2  the same with 128 B bodies
+#   L3  rmq-bench produce --producers 4 --mode async --inflight 16 --batch 1
+#   L4  the same with --batch 32
+#   L5  rmq-bench produce --producers 64 --mode sync, under SYNC_FLUSH (the
+#       broker is restarted with SYNC_FLUSH for it, on a fresh store)
+# All produce only (no consumers). Each broker start is followed by a warm-up
+# of WARM_S seconds with the Java load program (L1's shape) before anything
+# is measured: Apache's JIT takes its CPU per message from ~70 to ~27 us in
+# that time. Ours is warmed the same way so the runs are alike. The Java load
+# program warms its own client for CLIENT_WARM_S more before its window.
+#
+# Measurement, the same way for every target:
+#   msgs/s, p99   what the load tool reports (acknowledged sends per second of
+#                 its measured window; per-request latency)
+#   broker CPU    utime+stime of the broker process from /proc/PID/stat
+#                 (clock ticks, getconf CLK_TCK) read right before and right
+#                 after the measured interval, divided by the messages sent
+#                 (sent+received when there are consumers). The interval is
+#                 the Java program's window (it prints a line at each edge
+#                 and this script reads /proc there) or the whole rmq-bench
+#                 run (its only extra is one message per queue). For ours the
+#                 PID is rmq-broker, whose NameServer is embedded; Apache's
+#                 NameServer is a separate process, reported in its own
+#                 column (it is idle during a run).
+#   RSS max       VmHWM from /proc/PID/status at the end of each load (a
+#                 high-water mark: it covers the loads before on that start).
+# The load tools run on the same two cores as the broker; every target
+# shares that handicap.
+#
+# Settings. Every broker: brokerClusterName=DefaultCluster,
+# brokerName=broker-a, brokerId=0 (a master, no slaves), brokerIP1=127.0.0.1,
+# listenPort=$BROKER_PORT, storePathRootDir=<fresh folder>,
+# flushDiskType=ASYNC_FLUSH (SYNC_FLUSH for L5). Everything else at each
+# broker's default, which ours copies from RocketMQ: 1 GiB CommitLog files,
+# flushIntervalCommitLog=500 ms, flushCommitLogLeastPages=4,
+# syncFlushTimeout=5 s, messageIndexEnable=true, autoCreateTopicEnable=true
+# (the loads create their topics explicitly anyway),
+# transientStorePoolEnable=false, warmMapedFileEnable=false.
+# Apache only: storePathCommitLog=<root>/commitlog (4.9.7 would otherwise
+# write to ~/store/commitlog); bindAddress=127.0.0.1 on 5.3.3 (4.9.7 has no
+# such key and listens on every interface, and on 5.3.3 the HA port does
+# too); ports used: NameServer $NAMESRV_PORT, broker $BROKER_PORT, its "fast"
+# port $BROKER_PORT-2 and HA port $BROKER_PORT+1. 5.3.3 keeps its default
+# timer wheel (timerWheelEnable=true). Ours: namesrvListenPort=$NAMESRV_PORT
+# (embedded), metricsPort=$METRICS_PORT (not scraped during runs).
+#
+# JVMs (Java 17; every Java process gets --add-opens for java.nio,
+# sun.nio.ch and jdk.internal.ref, which 4.9.7 needs to map and unmap files):
+#   broker     -Xms8g -Xmx8g -Xmn4g, G1 with 16 MiB regions,
+#              G1ReservePercent=25, InitiatingHeapOccupancyPercent=30,
+#              SoftRefLRUPolicyMSPerMB=0, MaxDirectMemorySize=15g: Apache's
+#              runbroker.sh, which fits this 24 GiB machine. Left out:
+#              -XX:+AlwaysPreTouch, which would make the RSS column 8 GiB by
+#              construction (the 4 GiB young generation is cycled through
+#              under load anyway, so Java's RSS mostly reflects the heap
+#              chosen), and -XX:-UseBiasedLocking (gone in 17).
+#   NameServer -Xms1g -Xmx1g, G1: runserver.sh asks 4 GiB with CMS, which
+#              Java 17 no longer has; it is idle here and 1 GiB is ample.
+#   load       -Xms2g -Xmx2g, G1.
+# Override with RMQ_BENCH_BROKER_JVM / RMQ_BENCH_NAMESRV_JVM /
+# RMQ_BENCH_LOAD_JVM (whitespace-separated options).
+#
+# Fetching and building (skipped when already there): Apache's jars via
+# Maven into ${RMQ_APACHE_CACHE:-$HOME/.cache/rmq-apache}/<version>/lib, the
+# load program into .../load (classes and lib), a minimal ROCKETMQ_HOME
+# (conf/logback_*.xml) into .../home; Maven's own cache is ~/.m2. Nothing of
+# it is in the repository. Our binaries: cargo build --release when
+# target/release/rmq-broker or rmq-bench is missing (build them yourself
+# after changing code).
+#
+# Ports (fixed, high, 127.0.0.1): RMQ_BENCH_NAMESRV_PORT (29876),
+# RMQ_BENCH_BROKER_PORT (30911; Apache also takes -2 and +1),
+# RMQ_BENCH_METRICS_PORT (30957). The script stops if one is taken.
+#
+# Flags:
+#   --quick          3 s warm-up, 3 s per load: checks the script, no figures
+#   --targets LIST   a subset of the targets above, in that order
+#   --loads LIST     a subset of L1..L5
+#   --out DIR        where results.md, results.json, the load reports and the
+#                    broker logs go (default: a new temp folder)
+#   --dir DIR        parent folder of the temporary stores (the disk measured)
+#
+# A full run takes about 20 minutes (about 3.5 per target); --quick about 5.
+# Every process it starts is stopped on exit, whatever the exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ALL_TARGETS=(apache-4.9.7 apache-5.3.3 apache-5.3.3-rocksdb ours-file ours-rocksdb)
+ALL_LOADS=(L1 L2 L3 L4 L5)
+# Ratios are to this target's row of the same load ...
+BASE_TARGET=apache-4.9.7
+# ... and ours-rocksdb's also to Apache's RocksDB consume queue.
+ROCKS_PAIR=ours-rocksdb:apache-5.3.3-rocksdb
+
+# Seconds: broker warm-up after each start, measured window per load, and
+# the Java client's own warm-up before its window.
+WARM_S=30
+DURATION_S=20
+CLIENT_WARM_S=5
+# Bounds on waiting: a JVM broker's start, and a process's exit after TERM.
+START_TIMEOUT_S=120
+STOP_TIMEOUT_S=60
+# The Java load program's topic (rmq-bench uses BenchTopic-0), and queues.
+JAVA_TOPIC=JavaBench
+QUEUES=8
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+die() { echo "bench-vs-apache: $*" >&2; exit 1; }
+log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
+
+TARGETS=("${ALL_TARGETS[@]}")
+LOADS=("${ALL_LOADS[@]}")
+OUT=""
+STORE_PARENT=${TMPDIR:-/tmp}
+while [ "$#" -gt 0 ]; do
+    case "$1" in
+    --quick) WARM_S=3 DURATION_S=3 CLIENT_WARM_S=1 ;;
+    --targets) IFS=, read -r -a TARGETS <<<"${2:?--targets needs a list}"; shift ;;
+    --loads) IFS=, read -r -a LOADS <<<"${2:?--loads needs a list}"; shift ;;
+    --out) OUT=${2:?--out needs a folder}; shift ;;
+    --dir) STORE_PARENT=${2:?--dir needs a folder}; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) die "unknown argument $1 (see --help)" ;;
+    esac
+    shift
+done
+contains() { # <word> <list...>
+    local w=$1; shift
+    local x
+    for x in "$@"; do [ "$x" = "$w" ] && return 0; done
+    return 1
+}
+for t in "${TARGETS[@]}"; do contains "$t" "${ALL_TARGETS[@]}" || die "unknown target $t"; done
+for l in "${LOADS[@]}"; do contains "$l" "${ALL_LOADS[@]}" || die "unknown load $l"; done
+
+CACHE=${RMQ_APACHE_CACHE:-$HOME/.cache/rmq-apache}
+NAMESRV_PORT=${RMQ_BENCH_NAMESRV_PORT:-29876}
+BROKER_PORT=${RMQ_BENCH_BROKER_PORT:-30911}
+METRICS_PORT=${RMQ_BENCH_METRICS_PORT:-30957}
+CLK_TCK=$(getconf CLK_TCK)
+JAVA_OPENS=(--add-opens java.base/java.nio=ALL-UNNAMED
+    --add-opens java.base/sun.nio.ch=ALL-UNNAMED
+    --add-opens java.base/jdk.internal.ref=ALL-UNNAMED)
+read -r -a BROKER_JVM <<<"${RMQ_BENCH_BROKER_JVM:--server -Xms8g -Xmx8g -Xmn4g -XX:+UseG1GC
+    -XX:G1HeapRegionSize=16m -XX:G1ReservePercent=25 -XX:InitiatingHeapOccupancyPercent=30
+    -XX:SoftRefLRUPolicyMSPerMB=0 -XX:-OmitStackTraceInFastThrow -XX:MaxDirectMemorySize=15g
+    -XX:-UseLargePages}"
+read -r -a NAMESRV_JVM <<<"${RMQ_BENCH_NAMESRV_JVM:--server -Xms1g -Xmx1g -XX:+UseG1GC}"
+read -r -a LOAD_JVM <<<"${RMQ_BENCH_LOAD_JVM:--Xms2g -Xmx2g -XX:+UseG1GC}"
+
+# ---------------------------------------------------------------- processes
+# Every process this script starts and has not yet reaped, stopped on exit
+# (TERM, then KILL after STOP_TIMEOUT_S). A PID leaves the list once reaped,
+# so a recycled PID is never signalled.
+STARTED=()
+BROKER_PID=""
+NAMESRV_PID=""
+track() { STARTED+=("$1"); }
+untrack() { # <pid>
+    local keep=() p
+    for p in "${STARTED[@]}"; do
+        if [ "$p" != "$1" ]; then keep+=("$p"); fi
+    done
+    STARTED=("${keep[@]}")
+}
+stop_pid() { # <pid>
+    local pid=$1 i
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        for ((i = 0; i < STOP_TIMEOUT_S * 5; i++)); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.2
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            log "process $pid did not stop within ${STOP_TIMEOUT_S} s: killing it"
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    fi
+    wait "$pid" 2>/dev/null || true
+    untrack "$pid"
+}
+# Runs a command as a tracked background child and waits for it, returning
+# its status: a script waiting in `wait` acts on INT/TERM at once, where one
+# running a foreground command would wait for it to end first.
+run_tracked() { # <command...>
+    "$@" &
+    local pid=$! rc=0
+    track "$pid"
+    wait "$pid" || rc=$?
+    untrack "$pid"
+    return "$rc"
+}
+cleanup() {
+    local pid
+    for pid in "${STARTED[@]}"; do stop_pid "$pid"; done
+    if [ -n "${WORK:-}" ]; then rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# Polls until <pid>'s port answers and its log has <line>; fails at once if
+# the process dies, and after <timeout> seconds.
+wait_ready() { # <name> <pid> <port> <log> <line> <timeout s>
+    local name=$1 pid=$2 port=$3 logf=$4 line=$5 timeout=$6 i
+    for ((i = 0; i < timeout * 5; i++)); do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            tail -n 30 "$logf" >&2
+            die "$name exited during start-up (log: $logf)"
+        fi
+        if port_open "$port" && grep -q -- "$line" "$logf"; then
+            return 0
+        fi
+        sleep 0.2
+    done
+    tail -n 30 "$logf" >&2
+    die "$name not ready within $timeout s (log: $logf)"
+}
+
+# utime+stime of <pid> in clock ticks, into variable <var>, without a fork
+# (the read happens at the edge of a measured window).
+read_ticks() { # <var> <pid>
+    local stat
+    read -r stat <"/proc/$2/stat"
+    stat=${stat##*) } # fields from 3 on; the name in (...) may hold spaces
+    local -a f
+    read -r -a f <<<"$stat"
+    printf -v "$1" '%d' $((f[11] + f[12]))
+}
+rss_hwm_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
+
+# ---------------------------------------------------------------- building
+ensure_java_tools() {
+    if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
+        local sudo=""
+        [ "$(id -u)" -ne 0 ] && sudo="sudo"
+        $sudo apt-get update -qq
+        $sudo apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null
+    fi
+}
+
+# Maven on tools/apache/pom.xml, quiet unless it fails.
+maven() { # <mvn args...>
+    mkdir -p "$CACHE"
+    if ! mvn -q -B -f tools/apache/pom.xml "$@" >"$CACHE/mvn.log" 2>&1; then
+        tail -n 40 "$CACHE/mvn.log" >&2
+        die "mvn $* failed (log: $CACHE/mvn.log)"
+    fi
+}
+
+# Apache's broker and NameServer jars with their dependencies.
+fetch_apache() { # <version>
+    local lib="$CACHE/$1/lib"
+    [ -f "$lib/.complete" ] && return 0
+    log "fetching Apache RocketMQ $1 into $lib"
+    rm -rf "$lib"
+    maven -Drocketmq.version="$1" dependency:copy-dependencies -DoutputDirectory="$lib"
+    [ -f "$lib/rocketmq-broker-$1.jar" ] || die "no rocketmq-broker-$1.jar in $lib"
+    touch "$lib/.complete"
+}
+
+# The load program: rebuilt when missing or older than a source.
+build_load() {
+    local out="$CACHE/load" stamp="$CACHE/load/.complete"
+    if [ -f "$stamp" ] &&
+        [ -z "$(find tools/apache/pom.xml tools/apache/src -newer "$stamp" 2>/dev/null | head -1)" ]; then
+        return 0
+    fi
+    log "building the Java load program into $out"
+    rm -rf "$out"
+    maven -Dbench.out="$out" package dependency:copy-dependencies -DoutputDirectory="$out/lib"
+    touch "$stamp"
+}
+
+# A minimal ROCKETMQ_HOME: 4.9.7 reads conf/logback_{broker,namesrv}.xml from
+# it (5.3.3 carries its logging setup in its jars). One file each at INFO, in
+# ${user.home}/logs, which this script points into each run's folder.
+make_home() {
+    local conf="$CACHE/home/conf" n
+    mkdir -p "$conf"
+    for n in broker namesrv; do
+        cat >"$conf/logback_$n.xml" <<EOF
+<?xml version="1.0" encoding="UTF-8"?>
+<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>\${user.home}/logs/$n.log</file>
+    <encoder><pattern>%d{yyyy-MM-dd HH:mm:ss,SSS} %p %t - %m%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+EOF
+    done
+}
+
+ensure_rust() {
+    if [ ! -x target/release/rmq-broker ] || [ ! -x target/release/rmq-bench ]; then
+        log "building rmq-broker and rmq-bench (release)"
+        scripts/setup.sh
+        cargo build --release -p rmq-broker -p rmq-tools --bins
+    fi
+}
+
+# ---------------------------------------------------------------- targets
+apache_version() { # <target> -> version
+    case "$1" in
+    apache-4.9.7) echo 4.9.7 ;;
+    apache-5.3.3 | apache-5.3.3-rocksdb) echo 5.3.3 ;;
+    esac
+}
+
+check_ports_free() {
+    local p
+    for p in "$NAMESRV_PORT" "$BROKER_PORT" "$((BROKER_PORT - 2))" "$((BROKER_PORT + 1))" "$METRICS_PORT"; do
+        port_open "$p" && die "port $p on 127.0.0.1 is taken (set RMQ_BENCH_*_PORT)"
+    done
+    return 0
+}
+
+# Starts <target> with <flush> on a fresh store in $RUN; sets BROKER_PID
+# (and NAMESRV_PID for Apache).
+start_target() { # <target> <flush>
+    local target=$1 flush=$2
+    RUN="$WORK/$target-$flush"
+    mkdir -p "$RUN/store" "$RUN/home"
+    check_ports_free
+    case "$target" in
+    apache-*) start_apache "$target" "$flush" ;;
+    ours-*) start_ours "$target" "$flush" ;;
+    esac
+}
+
+start_apache() { # <target> <flush>
+    local v
+    v=$(apache_version "$1")
+    local cp="$CACHE/$v/lib/*" bind=""
+    [ "$v" != 4.9.7 ] && bind="bindAddress=127.0.0.1"
+    cat >"$RUN/namesrv.conf" <<EOF
+listenPort=$NAMESRV_PORT
+kvConfigPath=$RUN/namesrv/kvConfig.json
+configStorePath=$RUN/namesrv/namesrv.properties
+$bind
+EOF
+    cat >"$RUN/broker.conf" <<EOF
+brokerClusterName=DefaultCluster
+brokerName=broker-a
+brokerId=0
+brokerIP1=127.0.0.1
+listenPort=$BROKER_PORT
+storePathRootDir=$RUN/store
+storePathCommitLog=$RUN/store/commitlog
+flushDiskType=$2
+$bind
+EOF
+    [ "$1" = apache-5.3.3-rocksdb ] && echo "storeType=defaultRocksDB" >>"$RUN/broker.conf"
+    # user.home: Apache writes logs (and the client its log) under it.
+    local common=("${JAVA_OPENS[@]}" -Duser.home="$RUN/home" -Drocketmq.home.dir="$CACHE/home")
+    ROCKETMQ_HOME="$CACHE/home" java "${NAMESRV_JVM[@]}" "${common[@]}" -cp "$cp" \
+        org.apache.rocketmq.namesrv.NamesrvStartup -c "$RUN/namesrv.conf" \
+        >"$RUN/namesrv.out" 2>&1 &
+    NAMESRV_PID=$!
+    track "$NAMESRV_PID"
+    wait_ready "NameServer $v" "$NAMESRV_PID" "$NAMESRV_PORT" "$RUN/namesrv.out" \
+        "boot success" "$START_TIMEOUT_S"
+    ROCKETMQ_HOME="$CACHE/home" java "${BROKER_JVM[@]}" "${common[@]}" \
+        -Xlog:gc:file="$RUN/gc.log" -cp "$cp" \
+        org.apache.rocketmq.broker.BrokerStartup -c "$RUN/broker.conf" \
+        -n "127.0.0.1:$NAMESRV_PORT" >"$RUN/broker.out" 2>&1 &
+    BROKER_PID=$!
+    track "$BROKER_PID"
+    wait_ready "broker $v" "$BROKER_PID" "$BROKER_PORT" "$RUN/broker.out" \
+        "boot success" "$START_TIMEOUT_S"
+}
+
+start_ours() { # <target> <flush>
+    local cq=${1#ours-}
+    target/release/rmq-broker \
+        --set brokerClusterName=DefaultCluster --set brokerName=broker-a \
+        --set brokerId=0 --set brokerIP1=127.0.0.1 \
+        --set listenPort="$BROKER_PORT" --set namesrvListenPort="$NAMESRV_PORT" \
+        --set metricsPort="$METRICS_PORT" --set storePathRootDir="$RUN/store" \
+        --set flushDiskType="$2" --set consumeQueueStore="$cq" \
+        >"$RUN/broker.out" 2>&1 &
+    BROKER_PID=$!
+    NAMESRV_PID=""
+    track "$BROKER_PID"
+    wait_ready "rmq-broker" "$BROKER_PID" "$BROKER_PORT" "$RUN/broker.out" \
+        "listening on" "$START_TIMEOUT_S"
+    port_open "$NAMESRV_PORT" || die "rmq-broker's NameServer is not on $NAMESRV_PORT"
+}
+
+# Stops the running target, keeps its logs in $OUT/logs, drops its store.
+stop_target() { # <target> <flush>
+    stop_pid "$BROKER_PID"
+    if [ -n "$NAMESRV_PID" ]; then stop_pid "$NAMESRV_PID"; fi
+    BROKER_PID="" NAMESRV_PID=""
+    local logs="$OUT/logs/$1-$2"
+    mkdir -p "$logs"
+    cp "$RUN"/*.out "$RUN"/*.conf "$RUN"/gc.log "$logs/" 2>/dev/null || true
+    if [ -d "$RUN/home/logs" ]; then cp -r "$RUN/home/logs" "$logs/"; fi
+    rm -rf "$RUN"
+}
+
+# ---------------------------------------------------------------- loads
+# The load program's command line against the running target, into LOAD_ARGV
+# (an array, so that `"${LOAD_ARGV[@]}" &` makes $! the java process itself).
+load_argv() { # <program args...>
+    LOAD_ARGV=(java "${LOAD_JVM[@]}" "${JAVA_OPENS[@]}" -Duser.home="$RUN/home"
+        -cp "$CACHE/load/classes:$CACHE/load/lib/*" rmqbench.Load
+        --namesrv "127.0.0.1:$NAMESRV_PORT" --broker "127.0.0.1:$BROKER_PORT"
+        --topic "$JAVA_TOPIC" --queues "$QUEUES" "$@")
+}
+
+warm_up() { # <target> <flush>
+    log "$1 ($2): warm-up ${WARM_S} s (Java load, 64 threads, 1 KiB)"
+    load_argv --threads 64 --size 1024 --warmup "$WARM_S" --duration 0
+    run_tracked "${LOAD_ARGV[@]}" >"$OUT/logs/$1-$2-warmup.out" 2>&1 ||
+        die "warm-up load failed (log: $OUT/logs/$1-$2-warmup.out)"
+}
+
+# Appends one record for the summary.
+record() { # <load> <target> <tool> <flush> <report> <cpu ticks> <namesrv ticks|null>
+    printf '{"load":"%s","target":"%s","tool":"%s","flush":"%s","report":"%s","broker_cpu_ticks":%d,"namesrv_cpu_ticks":%s,"clk_tck":%d,"rss_hwm_kib":%d}\n' \
+        "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$CLK_TCK" "$(rss_hwm_kib "$BROKER_PID")" \
+        >>"$OUT/records.jsonl"
+}
+
+ns_ticks() { # <var>: the NameServer's ticks, or "null" for ours (embedded)
+    if [ -n "$NAMESRV_PID" ]; then read_ticks "$1" "$NAMESRV_PID"; else printf -v "$1" null; fi
+}
+
+# L1/L2: the Java program prints a line at each edge of its window; the
+# broker's CPU is read right there.
+run_java_load() { # <load> <target> <flush> <size>
+    local report="$OUT/reports/$1-$2.json" logf="$OUT/logs/$1-$2.err"
+    local fifo="$RUN/load.fifo" line c0="" c1="" n0="" n1="" pid
+    mkfifo "$fifo"
+    load_argv --threads 64 --size "$4" --warmup "$CLIENT_WARM_S" --duration "$DURATION_S"
+    "${LOAD_ARGV[@]}" >"$fifo" 2>"$logf" &
+    pid=$!
+    track "$pid"
+    while IFS= read -r line; do
+        case "$line" in
+        "rmqbench window-start") read_ticks c0 "$BROKER_PID"; ns_ticks n0 ;;
+        "rmqbench window-end") read_ticks c1 "$BROKER_PID"; ns_ticks n1 ;;
+        "{"*) printf '%s\n' "$line" >"$report" ;;
+        esac
+    done <"$fifo"
+    local rc=0
+    wait "$pid" || rc=$?
+    untrack "$pid"
+    rm -f "$fifo"
+    [ "$rc" -eq 0 ] || die "$1 on $2: the load program failed (log: $logf)"
+    if [ -z "$c0" ] || [ -z "$c1" ] || [ ! -s "$report" ]; then
+        die "$1 on $2: no measured window in the load program's output (log: $logf)"
+    fi
+    local ns=null
+    [ "$n0" != null ] && ns=$((n1 - n0))
+    record "$1" "$2" java "$3" "$report" $((c1 - c0)) "$ns"
+    log "$1 on $2: $(sed -E 's/.*"sent":([0-9]+).*"msgs_per_s":([0-9.]+).*"p99_us":([0-9]+).*/\1 sent, \2 msgs\/s, p99 \3 us/' "$report")"
+}
+
+# L3-L5: the whole rmq-bench run is the interval.
+run_rmq_bench() { # <load> <target> <flush> <rmq-bench produce args...>
+    local load=$1 target=$2 flush=$3
+    shift 3
+    local report="$OUT/reports/$load-$target.json" logf="$OUT/logs/$load-$target.out"
+    local c0 c1 n0 n1
+    read_ticks c0 "$BROKER_PID"
+    ns_ticks n0
+    RUST_LOG=warn run_tracked target/release/rmq-bench produce --broker "127.0.0.1:$BROKER_PORT" \
+        --queues "$QUEUES" --consumers 0 --size 1024 --duration "${DURATION_S}s" --warmup \
+        --json "$report" "$@" >"$logf" 2>&1 ||
+        die "$load on $target: rmq-bench failed (log: $logf): $(tail -n 3 "$logf")"
+    read_ticks c1 "$BROKER_PID"
+    ns_ticks n1
+    local ns=null
+    [ "$n0" != null ] && ns=$((n1 - n0))
+    record "$load" "$target" rmq-bench "$flush" "$report" $((c1 - c0)) "$ns"
+    log "$load on $target: $(grep -E '^sent ' "$logf" | tr -s ' ')"
+}
+
+run_load() { # <load> <target> <flush>
+    case "$1" in
+    L1) run_java_load "$1" "$2" "$3" 1024 ;;
+    L2) run_java_load "$1" "$2" "$3" 128 ;;
+    L3) run_rmq_bench "$1" "$2" "$3" --producers 4 --mode async --inflight 16 --batch 1 ;;
+    L4) run_rmq_bench "$1" "$2" "$3" --producers 4 --mode async --inflight 16 --batch 32 ;;
+    L5) run_rmq_bench "$1" "$2" "$3" --producers 64 --mode sync ;;
+    esac
+}
+
+# One broker start: warm up, then the given loads.
+session() { # <target> <flush> <loads...>
+    local target=$1 flush=$2 l
+    shift 2
+    log "$target ($flush): starting"
+    start_target "$target" "$flush"
+    warm_up "$target" "$flush"
+    for l in "$@"; do run_load "$l" "$target" "$flush"; done
+    stop_target "$target" "$flush"
+}
+
+# ---------------------------------------------------------------- main
+[ -n "$OUT" ] || OUT=$(mktemp -d "${TMPDIR:-/tmp}/bench-vs-apache.XXXXXX")
+mkdir -p "$OUT/reports" "$OUT/logs" "$STORE_PARENT"
+OUT=$(cd "$OUT" && pwd)
+: >"$OUT/records.jsonl"
+WORK=$(mktemp -d "$(cd "$STORE_PARENT" && pwd)/bench-vs-apache-run.XXXXXX")
+
+ensure_java_tools
+build_load
+make_home
+for t in "${TARGETS[@]}"; do
+    case "$t" in apache-*) fetch_apache "$(apache_version "$t")" ;; esac
+done
+ensure_rust
+
+ASYNC_LOADS=()
+SYNC_LOADS=()
+for l in "${ALL_LOADS[@]}"; do
+    contains "$l" "${LOADS[@]}" || continue
+    if [ "$l" = L5 ]; then SYNC_LOADS+=("$l"); else ASYNC_LOADS+=("$l"); fi
+done
+log "targets: ${TARGETS[*]}; loads: ${LOADS[*]}; warm-up ${WARM_S} s, ${DURATION_S} s a load; out: $OUT"
+for t in "${ALL_TARGETS[@]}"; do
+    contains "$t" "${TARGETS[@]}" || continue
+    if [ "${#ASYNC_LOADS[@]}" -gt 0 ]; then session "$t" ASYNC_FLUSH "${ASYNC_LOADS[@]}"; fi
+    if [ "${#SYNC_LOADS[@]}" -gt 0 ]; then session "$t" SYNC_FLUSH "${SYNC_LOADS[@]}"; fi
+done
+
+echo
+java -cp "$CACHE/load/classes:$CACHE/load/lib/*" rmqbench.Summary \
+    "$OUT/records.jsonl" "$OUT" --base "$BASE_TARGET" --pair "$ROCKS_PAIR"
