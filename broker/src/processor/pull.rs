@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{BufMut, BytesMut};
+use bytes::Bytes;
 use rmq_common::names::{validate_group, validate_topic};
 use rmq_common::remoting::{
     pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader, RemotingCommand,
@@ -233,11 +233,13 @@ fn response(r: &GetMessageResult, requested: i64) -> RemotingCommand {
     }
     .to_ext();
     if code == ResponseCode::Success {
-        let mut body = BytesMut::with_capacity(r.total_bytes);
-        for m in &r.messages {
-            body.put_slice(m.bytes());
-        }
-        resp.body = Some(body.freeze());
+        // Each record stays in the CommitLog mapping until it is written to
+        // the socket (the server writes body parts as they are).
+        resp.body_parts = r
+            .messages
+            .iter()
+            .map(|m| Bytes::from_owner(m.clone()))
+            .collect();
     }
     resp
 }

@@ -3,6 +3,7 @@
 //! each request to a [`RequestHandler`].
 
 pub mod server;
+mod writer;
 
 pub use server::{serve, ConnId, Connection, RequestHandler, ServerOptions};
 

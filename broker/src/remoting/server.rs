@@ -8,15 +8,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use futures::{SinkExt, StreamExt};
+use futures::StreamExt;
 use rmq_common::remoting::RemotingCommand;
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
-use tokio_util::codec::Framed;
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use rmq_client::RemotingCodec;
+
+use super::writer::FrameBatch;
 
 /// Identifies a connection for the server's lifetime.
 pub type ConnId = u64;
@@ -170,8 +173,8 @@ async fn connection<H: RequestHandler>(
     cancel: CancellationToken,
     tracker: TaskTracker,
 ) {
-    let framed = Framed::new(stream, RemotingCodec::new(options.max_frame));
-    let (mut sink, mut frames) = framed.split();
+    let (read_half, mut write_half) = stream.into_split();
+    let mut frames = FramedRead::new(read_half, RemotingCodec::new(options.max_frame));
     let (tx, mut rx) = mpsc::channel::<RemotingCommand>(WRITE_QUEUE);
     let conn = Arc::new(Connection {
         id: NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed),
@@ -184,6 +187,7 @@ async fn connection<H: RequestHandler>(
     handler.connection_opened(&conn);
     let writer_cancel = cancel.clone();
     let writer = tracker.spawn(async move {
+        let mut batch = FrameBatch::default();
         loop {
             let next = tokio::select! {
                 biased;
@@ -193,23 +197,25 @@ async fn connection<H: RequestHandler>(
             let Some(cmd) = next else { break };
             // Responses that are ready as well go out with this one: one
             // write (and one wake-up of the peer) for the lot.
-            let mut written = sink.feed(cmd).await;
+            let mut encoded = batch.push(&cmd);
             let mut batched = 1;
-            while written.is_ok() && batched < MAX_RESPONSES_PER_WRITE {
+            while encoded.is_ok() && batched < MAX_RESPONSES_PER_WRITE {
                 let Ok(more) = rx.try_recv() else { break };
-                written = sink.feed(more).await;
+                encoded = batch.push(&more);
                 batched += 1;
             }
-            if written.is_ok() {
-                written = sink.flush().await;
+            if let Err(e) = encoded {
+                tracing::warn!(%peer, error = %e, "a frame could not be encoded; closing connection");
+                writer_cancel.cancel();
+                break;
             }
-            if let Err(e) = written {
+            if let Err(e) = batch.write_to(&mut write_half).await {
                 tracing::debug!(%peer, error = %e, "write failed; closing connection");
                 writer_cancel.cancel();
                 break;
             }
         }
-        let _ = sink.close().await;
+        let _ = write_half.shutdown().await;
     });
     let in_flight = Arc::new(Semaphore::new(options.max_in_flight));
     let budget = options.max_buffered_bytes.clamp(1, u32::MAX as usize);

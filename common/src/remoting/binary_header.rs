@@ -91,6 +91,7 @@ pub(crate) fn decode(header: &[u8]) -> Result<RemotingCommand, RemotingError> {
         remark,
         ext_fields,
         body: None,
+        body_parts: Vec::new(),
         serialize_type: SerializeType::RocketMq,
     })
 }

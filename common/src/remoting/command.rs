@@ -75,6 +75,11 @@ pub struct RemotingCommand {
     pub ext_fields: BTreeMap<String, String>,
     /// The body; an empty body decodes as `None`.
     pub body: Option<Bytes>,
+    /// More body bytes, sent after `body` as they are: a pull answer's
+    /// records, each still backed by the CommitLog mapping, so the server
+    /// writes them to the socket without copying them into a buffer first.
+    /// Decoding never fills it (a received body is all in `body`).
+    pub body_parts: Vec<Bytes>,
     /// How the header is serialized; responses use their request's type.
     pub serialize_type: SerializeType,
 }
@@ -92,6 +97,7 @@ impl RemotingCommand {
             remark: None,
             ext_fields: BTreeMap::new(),
             body: None,
+            body_parts: Vec::new(),
             serialize_type: SerializeType::Json,
         }
     }
@@ -148,6 +154,12 @@ impl RemotingCommand {
     pub fn with_body(mut self, body: impl Into<Bytes>) -> Self {
         self.body = Some(body.into());
         self
+    }
+
+    /// Bytes of the whole body: `body` and `body_parts`.
+    pub fn body_len(&self) -> usize {
+        self.body.as_ref().map_or(0, Bytes::len)
+            + self.body_parts.iter().map(Bytes::len).sum::<usize>()
     }
 
     /// Builder: sets the serialize type.

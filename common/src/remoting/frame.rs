@@ -20,8 +20,24 @@ const LENGTH_PREFIX: usize = 4;
 
 impl RemotingCommand {
     /// Appends this command as one frame to `dst`, the header serialized as
-    /// [`RemotingCommand::serialize_type`] says. On error `dst` is unchanged.
+    /// [`RemotingCommand::serialize_type`] says, the body parts copied after
+    /// the body. On error `dst` is unchanged.
     pub fn encode(&self, dst: &mut BytesMut) -> Result<(), RemotingError> {
+        self.encode_head(dst)?;
+        dst.reserve(self.body_len());
+        if let Some(body) = &self.body {
+            dst.put_slice(body);
+        }
+        for part in &self.body_parts {
+            dst.put_slice(part);
+        }
+        Ok(())
+    }
+
+    /// Appends the frame's length prefix, header word and header to `dst`:
+    /// everything but the body, whose [`RemotingCommand::body_len`] bytes
+    /// must follow. On error `dst` is unchanged.
+    pub fn encode_head(&self, dst: &mut BytesMut) -> Result<(), RemotingError> {
         let mut header = Vec::with_capacity(128);
         match self.serialize_type {
             SerializeType::Json => json_header::encode(self, &mut header)?,
@@ -34,10 +50,8 @@ impl RemotingCommand {
                 max: MAX_HEADER_BYTES as i64,
             });
         }
-        let body = self.body.as_deref().unwrap_or(&[]);
-        let length = 4usize
-            .saturating_add(header.len())
-            .saturating_add(body.len());
+        let body_len = self.body_len();
+        let length = 4usize.saturating_add(header.len()).saturating_add(body_len);
         let length = i32::try_from(length).map_err(|_| RemotingError::ValueOutOfRange {
             field: "frame length",
             value: i64::try_from(length).unwrap_or(i64::MAX),
@@ -46,11 +60,10 @@ impl RemotingCommand {
         // Fits: checked against the 24-bit mask above.
         let header_word = (i32::from(self.serialize_type.code()) << 24) | header.len() as i32;
 
-        dst.reserve(LENGTH_PREFIX + 4 + header.len() + body.len());
+        dst.reserve(LENGTH_PREFIX + 4 + header.len());
         dst.put_i32(length);
         dst.put_i32(header_word);
         dst.put_slice(&header);
-        dst.put_slice(body);
         Ok(())
     }
 

@@ -120,6 +120,7 @@ pub(crate) fn decode_general(header: &[u8]) -> Result<RemotingCommand, RemotingE
         remark,
         ext_fields,
         body: None,
+        body_parts: Vec::new(),
         serialize_type: SerializeType::Json,
     })
 }

@@ -34,6 +34,7 @@ pub(crate) fn decode(header: &[u8]) -> Option<RemotingCommand> {
         remark: h.remark.map(|r| r.0),
         ext_fields: h.ext_fields.map(|e| e.0).unwrap_or_default(),
         body: None,
+        body_parts: Vec::new(),
         serialize_type: SerializeType::Json,
     })
 }

@@ -49,6 +49,7 @@ fn json_request() -> RemotingCommand {
         remark: None,
         ext_fields: ext(&[("consumerGroup", "CG"), ("queueId", "0"), ("topic", "T")]),
         body: None,
+        body_parts: Vec::new(),
         serialize_type: SerializeType::Json,
     }
 }
@@ -106,6 +107,7 @@ fn binary_request() -> RemotingCommand {
         remark: None,
         ext_fields: ext(&[("a", "PG")]),
         body: Some(Bytes::from_static(b"xy")),
+        body_parts: Vec::new(),
         serialize_type: SerializeType::RocketMq,
     }
 }
@@ -320,6 +322,7 @@ fn arb_command(serialize_type: SerializeType) -> impl Strategy<Value = RemotingC
                     remark,
                     ext_fields,
                     body: body.map(Bytes::from),
+                    body_parts: Vec::new(),
                     serialize_type,
                 }
             },

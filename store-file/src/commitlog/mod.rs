@@ -273,5 +273,13 @@ impl Selected {
     }
 }
 
+/// The bytes, so a `bytes::Bytes` can own a `Selected` (`Bytes::from_owner`)
+/// and a pull answer can go to the socket straight from the mapping.
+impl AsRef<[u8]> for Selected {
+    fn as_ref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
 #[cfg(test)]
 mod tests;
