@@ -21,7 +21,7 @@ use super::language::LanguageCode;
 pub(crate) fn decode(header: &[u8]) -> Option<RemotingCommand> {
     // A derived struct would also take a JSON array of its fields in order;
     // the header must be an object.
-    if header.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+    if header.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') || !shallow(header) {
         return None;
     }
     let h: Header = serde_json::from_slice(header).ok()?;
@@ -37,6 +37,38 @@ pub(crate) fn decode(header: &[u8]) -> Option<RemotingCommand> {
         body_parts: Vec::new(),
         serialize_type: SerializeType::Json,
     })
+}
+
+/// Whether no object or array nests deeper than `extFields` in the header
+/// (two levels). Deeper values are never what a client sends, and the
+/// general decoder's parser refuses them past its recursion limit, which the
+/// skipping of unknown fields here would not notice.
+fn shallow(header: &[u8]) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0u32, false, false);
+    for &b in header {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > 2 {
+                    return false;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    true
 }
 
 /// The fields the command takes; others are skipped, as the general decoder
@@ -201,6 +233,8 @@ impl<'de> Deserialize<'de> for Ext {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::decode;
     use crate::remoting::json_header::decode_general;
 
@@ -231,6 +265,96 @@ mod tests {
         r#"{code:10,'language':'JAVA'}"#,
         r#"{"code":"#,
     ];
+
+    /// A JSON scalar a header field might hold.
+    fn leaf() -> impl Strategy<Value = serde_json::Value> {
+        use serde_json::Value;
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-1000i64..1000).prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            (-1e6f64..1e6).prop_map(Value::from),
+            "[ a-zA-Z0-9_\\-]{0,8}".prop_map(Value::from),
+            "[ ]?-?[0-9]{1,12}[ ]?".prop_map(Value::from),
+            prop_oneof![Just("JAVA"), Just("cpp"), Just("GO"), Just("KOTLIN")]
+                .prop_map(Value::from),
+        ]
+    }
+
+    /// Mostly scalars, sometimes nested a little.
+    fn any_value() -> impl Strategy<Value = serde_json::Value> {
+        let nested = leaf().prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(serde_json::Value::Array),
+                prop::collection::btree_map("[a-z]{1,3}", inner, 0..4)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        });
+        prop_oneof![8 => leaf(), 1 => nested]
+    }
+
+    const FIELDS: &[&str] = &[
+        "language",
+        "version",
+        "opaque",
+        "flag",
+        "remark",
+        "extFields",
+        "serializeTypeCurrentRPC",
+        "other",
+    ];
+
+    proptest! {
+        #[test]
+        fn random_headers_answer_as_the_general_decoder(
+            code in prop_oneof![
+                (0i64..500).prop_map(serde_json::Value::from),
+                "[ ]?[0-9]{1,3}[ ]?".prop_map(serde_json::Value::from),
+                any_value(),
+            ],
+            fields in prop::collection::vec((prop::sample::select(FIELDS), any_value()), 0..3),
+            ext in prop::collection::btree_map("[a-zA-Z]{1,6}", any_value(), 0..6),
+        ) {
+            let mut obj = serde_json::Map::new();
+            obj.insert("code".into(), code);
+            for (k, v) in fields {
+                obj.insert(k.to_owned(), v);
+            }
+            if !obj.contains_key("extFields") {
+                obj.insert("extFields".into(), serde_json::Value::Object(ext.into_iter().collect()));
+            }
+            let h = serde_json::to_vec(&serde_json::Value::Object(obj)).unwrap();
+            if let Some(fast) = decode(&h) {
+                match decode_general(&h) {
+                    Ok(general) => prop_assert_eq!(fast, general),
+                    Err(e) => prop_assert!(false, "the fast path took what the general one refuses: {}", e),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn deep_unknown_fields_answer_as_the_general_decoder() {
+        for depth in [10, 127, 128, 129, 200, 5000] {
+            let h = format!(
+                r#"{{"code":1,"deep":{}{},"extFields":{{"a":"b"}}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            let general = decode_general(h.as_bytes());
+            match decode(h.as_bytes()) {
+                Some(fast) => match general {
+                    Ok(general) => assert_eq!(fast, general, "depth {depth}"),
+                    Err(e) => panic!(
+                        "depth {depth}: the fast path took what the general one refuses: {e}"
+                    ),
+                },
+                None => {}
+            }
+        }
+    }
 
     #[test]
     fn answers_as_the_general_decoder_or_not_at_all() {
