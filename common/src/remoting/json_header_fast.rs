@@ -344,14 +344,13 @@ mod tests {
                 "]".repeat(depth)
             );
             let general = decode_general(h.as_bytes());
-            match decode(h.as_bytes()) {
-                Some(fast) => match general {
+            if let Some(fast) = decode(h.as_bytes()) {
+                match general {
                     Ok(general) => assert_eq!(fast, general, "depth {depth}"),
                     Err(e) => panic!(
                         "depth {depth}: the fast path took what the general one refuses: {e}"
                     ),
-                },
-                None => {}
+                }
             }
         }
     }
