@@ -22,7 +22,7 @@ use super::language::LanguageCode;
 pub(crate) fn decode(header: &[u8]) -> Option<RemotingCommand> {
     // A derived struct would also take a JSON array of its fields in order;
     // the header must be an object.
-    if header.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') || !shallow(header) {
+    if header.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return None;
     }
     let h: Header = serde_json::from_slice(header).ok()?;
@@ -40,42 +40,12 @@ pub(crate) fn decode(header: &[u8]) -> Option<RemotingCommand> {
     })
 }
 
-/// Whether no object or array nests deeper than `extFields` in the header
-/// (two levels). Deeper values are never what a client sends, and the
-/// general decoder's parser refuses them past its recursion limit, which the
-/// skipping of unknown fields here would not notice.
-fn shallow(header: &[u8]) -> bool {
-    let (mut depth, mut in_string, mut escaped) = (0u32, false, false);
-    for &b in header {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > 2 {
-                    return false;
-                }
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    true
-}
-
 /// The fields the command takes, and the one other field clients send. Any
 /// other field sends the header to the general decoder: skipping a value
 /// unread would accept what its parser refuses (a number out of range, a
-/// value nested too deep). A JSON null is `None`, as there.
+/// value nested past its recursion limit). Every field's visitor refuses
+/// arrays and objects (`extFields` but one level), so nothing nests deeper
+/// than `extFields` here. A JSON null is `None`, as there.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Header {
