@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use rmq_common::config::CqBackend;
 use rmq_common::cq::{
-    Boundary, ConsumeQueueStore, CqError, CqPut, CqStats, CqUnit, PutCallback, QueueKey,
-    StoreTimeSource,
+    AsQueueKey, Boundary, ConsumeQueueStore, CqError, CqPut, CqStats, CqUnit, PutCallback,
+    QueueKey, StoreTimeSource,
 };
 use rmq_common::StoreConfig;
 use rocksdb::{FlushOptions, ReadOptions};
@@ -243,7 +243,7 @@ impl ConsumeQueueStore for RocksConsumeQueueStore {
         let cache = self.shared.offsets.read();
         Ok(cache
             .queues
-            .get(&QueueKey::new(topic, queue_id))
+            .get(&(topic, queue_id) as &dyn AsQueueKey)
             .map_or(0, |q| q.max_offset()))
     }
 
