@@ -18,7 +18,9 @@ use crate::clients::{ClientManager, QueueLockManager};
 use crate::config::Settings;
 use crate::context::BrokerContext;
 pub use crate::error::BrokerError;
-use crate::meta::{ConsumerOffsetManager, TopicConfigManager};
+use crate::meta::{
+    ConsumerOffsetManager, MetaPersister, PersistTable, TopicConfigManager, TABLE_WRITE_INTERVAL,
+};
 use crate::namesrv::route::BrokerIdentity;
 use crate::namesrv::{BodyForm, BrokerRegistrar, NameServer, NameServerHandle};
 
@@ -34,6 +36,12 @@ use crate::store::MessageStore;
 /// Longest a shutdown waits for connection tasks to finish.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
+/// After a topic change triggers a NameServer registration, further
+/// changes within this long wait and go out together in the next one: a
+/// storm of topic creations costs a registration (the whole table, encoded
+/// and sent to every NameServer) per spacing, not per request.
+const REGISTER_SPACING: Duration = Duration::from_millis(200);
+
 /// A running broker.
 #[derive(Debug)]
 pub struct Broker {
@@ -43,6 +51,7 @@ pub struct Broker {
     metrics_addr: Option<SocketAddr>,
     schedule: Option<ScheduleService>,
     transaction: Option<TransactionService>,
+    persister: Option<MetaPersister>,
     registrar: Option<BrokerRegistrar>,
     cancel: CancellationToken,
     tracker: TaskTracker,
@@ -91,6 +100,22 @@ impl Broker {
         )?);
         let offsets = Arc::new(ConsumerOffsetManager::open(&root)?);
         let groups = Arc::new(crate::meta::SubscriptionGroupManager::open(&root)?);
+        // Requests change the tables in memory; this thread writes them.
+        let persister = MetaPersister::start(vec![
+            (
+                Arc::clone(&topics) as Arc<dyn PersistTable>,
+                TABLE_WRITE_INTERVAL,
+            ),
+            (Arc::clone(&groups) as _, TABLE_WRITE_INTERVAL),
+            (
+                Arc::clone(&offsets) as _,
+                Duration::from_millis(settings.broker.flush_consumer_offset_interval_ms),
+            ),
+        ])
+        .map_err(|source| BrokerError::Spawn {
+            service: "meta persist",
+            source,
+        })?;
         let pull_hold = Arc::new(PullHoldService::new());
         store.add_arrival_listener(Arc::clone(&pull_hold) as _);
         let scheduler = Arc::new(
@@ -164,7 +189,6 @@ impl Broker {
             cancel.clone(),
             tracker.clone(),
         ));
-        tracker.spawn(persist_offsets(Arc::clone(&ctx), cancel.clone()));
         let metrics_addr = start_metrics(&ctx, prometheus, &ip, &cancel, &tracker).await?;
 
         let mut namesrv_addrs: Vec<SocketAddr> = ctx
@@ -188,6 +212,7 @@ impl Broker {
             metrics_addr,
             schedule: Some(schedule),
             transaction: Some(transaction),
+            persister: Some(persister),
             registrar,
             cancel,
             tracker,
@@ -236,13 +261,16 @@ impl Broker {
         if let Some(schedule) = self.schedule.take() {
             let _ = tokio::task::spawn_blocking(move || schedule.stop()).await;
         }
+        if let Some(persister) = self.persister.take() {
+            let _ = tokio::task::spawn_blocking(move || persister.halt()).await;
+        }
         let store = Arc::clone(&self.ctx.store);
         let _ = tokio::task::spawn_blocking(move || store.halt_as_if_crashed()).await;
         tracing::warn!(addr = %self.addr, "broker halted as if killed");
     }
 
-    /// Stops serving, unregisters, persists offsets and shuts the store
-    /// down cleanly.
+    /// Stops serving, unregisters, writes every changed meta table and
+    /// shuts the store down cleanly.
     pub async fn shutdown(mut self) {
         self.cancel.cancel();
         self.tracker.close();
@@ -252,9 +280,6 @@ impl Broker {
         {
             tracing::warn!("some connection tasks did not stop within the grace period");
         }
-        if let Err(e) = self.ctx.offsets.persist() {
-            tracing::error!(error = %e, "persisting consumer offsets failed");
-        }
         if let Some(transaction) = self.transaction.take() {
             if let Err(e) = tokio::task::spawn_blocking(move || transaction.stop()).await {
                 tracing::error!(error = %e, "transaction service stop task failed");
@@ -263,6 +288,12 @@ impl Broker {
         if let Some(schedule) = self.schedule.take() {
             if let Err(e) = tokio::task::spawn_blocking(move || schedule.stop()).await {
                 tracing::error!(error = %e, "schedule service stop task failed");
+            }
+        }
+        // Last of the writers of meta tables: it writes what they changed.
+        if let Some(persister) = self.persister.take() {
+            if let Err(e) = tokio::task::spawn_blocking(move || persister.stop()).await {
+                tracing::error!(error = %e, "meta persister stop task failed");
             }
         }
         let store = Arc::clone(&self.ctx.store);
@@ -335,27 +366,6 @@ async fn start_metrics(
         tracker.clone(),
     ));
     Ok(Some(addr))
-}
-
-/// Persists consumer offsets every `flushConsumerOffsetInterval`.
-async fn persist_offsets(ctx: Arc<BrokerContext>, cancel: CancellationToken) {
-    let mut tick = tokio::time::interval(Duration::from_millis(
-        ctx.settings.broker.flush_consumer_offset_interval_ms,
-    ));
-    loop {
-        tokio::select! {
-            biased;
-            _ = cancel.cancelled() => break,
-            _ = tick.tick() => {
-                let offsets = Arc::clone(&ctx.offsets);
-                match tokio::task::spawn_blocking(move || offsets.persist()).await {
-                    Ok(Err(e)) => tracing::error!(error = %e, "persisting consumer offsets failed"),
-                    Err(e) => tracing::error!(error = %e, "offset persistence task failed"),
-                    Ok(Ok(())) => {}
-                }
-            }
-        }
-    }
 }
 
 /// What this broker tells the NameServers.
@@ -478,12 +488,20 @@ async fn start_registrar(
         cancel.clone(),
         registrar.clone(),
     );
+    // The registrar runs one registration at a time off the request path
+    // and keeps one pending wake-up; the spacing also bounds how often a
+    // stream of topic changes makes it re-encode the whole table.
     tracker.spawn(async move {
         loop {
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => break,
                 _ = changed.notified() => trigger.trigger(),
+            }
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break,
+                _ = tokio::time::sleep(REGISTER_SPACING) => {}
             }
         }
     });

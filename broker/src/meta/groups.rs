@@ -1,17 +1,19 @@
 //! Subscription groups (`config/subscriptionGroup.json`), as RocketMQ keeps
 //! them: created and deleted by UPDATE_AND_CREATE_SUBSCRIPTIONGROUP and
 //! DELETE_SUBSCRIPTIONGROUP (mqadmin updateSubGroup / deleteSubGroup),
-//! persisted on every change in Java's file layout.
+//! persisted in Java's file layout. A change waits until it is on disk;
+//! the meta persister makes the write, one for every change since the last.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::MetaError;
 use parking_lot::RwLock;
 use rmq_common::remoting::body::{DataVersion, SubscriptionGroupConfig};
 use serde::{Deserialize, Serialize};
 
-use super::{read_json, write_json};
+use super::persist::{wait_on_disk, Generation, Generations, PersistTable, PERSIST_WAIT_TIMEOUT};
+use super::{encode_json, read_json};
 
 /// `config/subscriptionGroup.json`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,6 +28,7 @@ pub(crate) struct GroupsFile {
 pub struct SubscriptionGroupManager {
     path: PathBuf,
     state: RwLock<GroupsFile>,
+    generations: Generations,
 }
 
 impl SubscriptionGroupManager {
@@ -36,6 +39,7 @@ impl SubscriptionGroupManager {
         Ok(Self {
             path,
             state: RwLock::new(file),
+            generations: Generations::default(),
         })
     }
 
@@ -58,7 +62,7 @@ impl SubscriptionGroupManager {
             .collect()
     }
 
-    /// Creates or replaces a group and persists the table.
+    /// Creates or replaces a group and waits until the table is on disk.
     pub fn upsert(&self, config: SubscriptionGroupConfig) -> Result<(), MetaError> {
         self.change(|f| {
             f.subscription_group_table
@@ -67,7 +71,8 @@ impl SubscriptionGroupManager {
         })
     }
 
-    /// Deletes a group (true if it existed) and persists the table.
+    /// Deletes a group (true if it existed) and waits until the table is
+    /// on disk.
     pub fn delete(&self, group: &str) -> Result<bool, MetaError> {
         let mut existed = false;
         self.change(|f| {
@@ -77,14 +82,40 @@ impl SubscriptionGroupManager {
         Ok(existed)
     }
 
+    /// Its change generations (how far the file has caught up).
+    pub fn generations(&self) -> &Generations {
+        &self.generations
+    }
+
     fn change(&self, f: impl FnOnce(&mut GroupsFile) -> bool) -> Result<(), MetaError> {
-        let mut s = self.state.write();
-        if !f(&mut s) {
-            return Ok(());
-        }
-        s.data_version.counter += 1;
-        s.data_version.timestamp = rmq_common::time::now_ms();
-        write_json(&self.path, &*s)
+        let generation = {
+            let mut s = self.state.write();
+            if !f(&mut s) {
+                return Ok(());
+            }
+            s.data_version.counter += 1;
+            s.data_version.timestamp = rmq_common::time::now_ms();
+            self.generations.mark()
+        };
+        wait_on_disk(self, generation, PERSIST_WAIT_TIMEOUT)
+    }
+}
+
+impl PersistTable for SubscriptionGroupManager {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn generations(&self) -> &Generations {
+        &self.generations
+    }
+
+    fn encode_snapshot(&self) -> Result<(Vec<u8>, Generation), MetaError> {
+        let (snapshot, generation) = {
+            let s = self.state.read();
+            (s.clone(), self.generations.current())
+        };
+        Ok((encode_json(&self.path, &snapshot)?, generation))
     }
 }
 

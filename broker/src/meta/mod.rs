@@ -1,12 +1,18 @@
 //! Broker metadata persisted as the JSON files RocketMQ operators know:
-//! `config/topics.json` and `config/consumerOffset.json`.
+//! `config/topics.json`, `config/subscriptionGroup.json` and
+//! `config/consumerOffset.json`. Requests change the tables in memory; the
+//! [`MetaPersister`] writes them behind (see [`persist`]).
 
 pub mod groups;
 pub mod offsets;
+pub mod persist;
+pub mod persister;
 pub mod topics;
 
 pub use groups::SubscriptionGroupManager;
 pub use offsets::ConsumerOffsetManager;
+pub use persist::{Generation, PersistTable, PERSIST_WAIT_TIMEOUT};
+pub use persister::{MetaPersister, TABLE_WRITE_INTERVAL};
 pub use topics::TopicConfigManager;
 
 use std::path::Path;
@@ -35,6 +41,23 @@ pub(crate) fn read_json<T: serde::de::DeserializeOwned>(
 
 /// Writes a JSON file atomically (temp file, fsync, rename).
 pub(crate) fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), MetaError> {
+    write_bytes(path, &encode_json(path, value)?)
+}
+
+/// `value` as the JSON `path` holds (pretty, as RocketMQ writes it).
+pub(crate) fn encode_json<T: serde::Serialize>(
+    path: &Path,
+    value: &T,
+) -> Result<Vec<u8>, MetaError> {
+    serde_json::to_vec_pretty(value).map_err(|source| MetaError::Encode {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Writes `bytes` to `path` atomically (temp file, fsync, rename, folder
+/// fsync), creating its folder first.
+pub(crate) fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), MetaError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|source| MetaError::Io {
             action: "create the folder of",
@@ -42,11 +65,7 @@ pub(crate) fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<
             source,
         })?;
     }
-    let bytes = serde_json::to_vec_pretty(value).map_err(|source| MetaError::Encode {
-        path: path.to_owned(),
-        source,
-    })?;
-    rmq_store_file::root::write_atomically(path, &bytes).map_err(|source| MetaError::Write {
+    rmq_store_file::root::write_atomically(path, bytes).map_err(|source| MetaError::Write {
         path: path.to_owned(),
         source,
     })

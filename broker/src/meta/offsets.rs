@@ -2,13 +2,14 @@
 //! consume per (group, topic, queue).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::MetaError;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-use super::{read_json, write_json};
+use super::persist::{write_dirty, Generation, Generations, PersistTable};
+use super::{encode_json, read_json};
 
 /// `config/consumerOffset.json`.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,11 +19,14 @@ pub(crate) struct OffsetsFile {
     pub(crate) offset_table: BTreeMap<String, BTreeMap<i32, i64>>,
 }
 
-/// Committed consumer offsets, persisted periodically and at shutdown.
+/// Committed consumer offsets, written behind by the meta persister every
+/// `flushConsumerOffsetInterval` and at a clean stop (commits only change
+/// memory).
 #[derive(Debug)]
 pub struct ConsumerOffsetManager {
     path: PathBuf,
-    state: Mutex<(OffsetsFile, bool)>,
+    state: Mutex<OffsetsFile>,
+    generations: Generations,
 }
 
 fn key(topic: &str, group: &str) -> String {
@@ -36,7 +40,8 @@ impl ConsumerOffsetManager {
         let file = read_json(&path)?.unwrap_or_default();
         Ok(Self {
             path,
-            state: Mutex::new((file, false)),
+            state: Mutex::new(file),
+            generations: Generations::default(),
         })
     }
 
@@ -44,7 +49,6 @@ impl ConsumerOffsetManager {
     pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
         self.state
             .lock()
-            .0
             .offset_table
             .get(&key(topic, group))
             .and_then(|q| q.get(&queue_id))
@@ -57,18 +61,18 @@ impl ConsumerOffsetManager {
             return;
         }
         let mut s = self.state.lock();
-        s.0.offset_table
+        s.offset_table
             .entry(key(topic, group))
             .or_default()
             .insert(queue_id, offset);
-        s.1 = true;
+        self.generations.mark();
     }
 
     /// Every (topic, queue, offset) a group has committed.
     pub fn group_offsets(&self, group: &str) -> Vec<(String, i32, i64)> {
         let suffix = format!("@{group}");
         let s = self.state.lock();
-        s.0.offset_table
+        s.offset_table
             .iter()
             .filter_map(|(k, v)| k.strip_suffix(&suffix).map(|t| (t, v)))
             .flat_map(|(t, v)| v.iter().map(move |(q, o)| (t.to_owned(), *q, *o)))
@@ -78,7 +82,7 @@ impl ConsumerOffsetManager {
     /// Every committed (group, topic, queue, offset).
     pub fn all(&self) -> Vec<(String, String, i32, i64)> {
         let s = self.state.lock();
-        s.0.offset_table
+        s.offset_table
             .iter()
             .filter_map(|(k, v)| k.split_once('@').map(|(t, g)| (t, g, v)))
             .flat_map(|(t, g, v)| {
@@ -93,7 +97,6 @@ impl ConsumerOffsetManager {
         let prefix = format!("{topic}@");
         self.state
             .lock()
-            .0
             .offset_table
             .keys()
             .filter_map(|k| k.strip_prefix(&prefix).map(str::to_owned))
@@ -115,30 +118,42 @@ impl ConsumerOffsetManager {
 
     fn remove_keys(&self, doomed: impl Fn(&str) -> bool) -> usize {
         let mut s = self.state.lock();
-        let before = s.0.offset_table.len();
-        s.0.offset_table.retain(|k, _| !doomed(k));
-        let removed = before - s.0.offset_table.len();
+        let before = s.offset_table.len();
+        s.offset_table.retain(|k, _| !doomed(k));
+        let removed = before - s.offset_table.len();
         if removed > 0 {
-            s.1 = true;
+            self.generations.mark();
         }
         removed
     }
 
-    /// Writes the table if it changed since the last write.
+    /// Writes the table now if it changed since the last write (on the
+    /// caller's thread; the meta persister does it otherwise).
     pub fn persist(&self) -> Result<(), MetaError> {
-        let snapshot = {
-            let mut s = self.state.lock();
-            if !s.1 {
-                return Ok(());
-            }
-            s.1 = false;
-            s.0.clone()
+        write_dirty(self).map(|_| ())
+    }
+
+    /// Its change generations (how far the file has caught up).
+    pub fn generations(&self) -> &Generations {
+        &self.generations
+    }
+}
+
+impl PersistTable for ConsumerOffsetManager {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn generations(&self) -> &Generations {
+        &self.generations
+    }
+
+    fn encode_snapshot(&self) -> Result<(Vec<u8>, Generation), MetaError> {
+        let (snapshot, generation) = {
+            let s = self.state.lock();
+            (s.clone(), self.generations.current())
         };
-        if let Err(e) = write_json(&self.path, &snapshot) {
-            self.state.lock().1 = true;
-            return Err(e);
-        }
-        Ok(())
+        Ok((encode_json(&self.path, &snapshot)?, generation))
     }
 }
 

@@ -1,6 +1,14 @@
 //! Topic configs (`config/topics.json`): queue counts and permissions.
+//!
+//! Changes are made in memory and written behind by the
+//! [`MetaPersister`](super::MetaPersister): an admin's create or delete
+//! waits until the table is on disk (sharing the write with every other
+//! change since the last one); a topic created on the side of a request
+//! (a retry topic for a heartbeat's group, an auto-created topic) does
+//! not wait, and reaches the disk within one persister interval, or at a
+//! clean stop.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::MetaError;
 use parking_lot::RwLock;
@@ -8,16 +16,23 @@ use rmq_common::constants::{AUTO_CREATE_TOPIC, DLQ_GROUP_TOPIC_PREFIX, RETRY_GRO
 use rmq_common::names::validate_topic;
 use rmq_common::remoting::body::{TopicConfig, TopicConfigSerializeWrapper};
 
-use super::{read_json, write_json};
+use super::persist::{wait_on_disk, Generation, Generations, PersistTable, PERSIST_WAIT_TIMEOUT};
+use super::{encode_json, read_json};
 
 /// `config/topics.json` has the layout of the registered table.
 pub(crate) type TopicsFile = TopicConfigSerializeWrapper;
 
-/// The topic table, persisted on every change.
+/// Most topics [`TopicConfigManager::create_missing`] inserts under one
+/// hold of the table's write lock, so readers (every send and pull) wait
+/// for one bounded chunk at a time, never for a whole request's worth.
+const CREATE_CHUNK: usize = 256;
+
+/// The topic table, written behind by the meta persister.
 #[derive(Debug)]
 pub struct TopicConfigManager {
     path: PathBuf,
     state: RwLock<TopicsFile>,
+    generations: Generations,
 }
 
 fn check(config: &TopicConfig) -> Result<(), TopicError> {
@@ -64,6 +79,7 @@ impl TopicConfigManager {
         Ok(Self {
             path,
             state: RwLock::new(file),
+            generations: Generations::default(),
         })
     }
 
@@ -94,16 +110,26 @@ impl TopicConfigManager {
         (s.data_version.timestamp, s.data_version.counter)
     }
 
-    /// Creates or replaces a topic and persists the table.
+    /// Creates or replaces a topic and waits until the table is on disk.
     pub fn upsert(&self, config: TopicConfig) -> Result<(), TopicError> {
         self.upsert_many(vec![config])
     }
 
-    /// Creates or replaces every topic of `configs` and persists the table
-    /// once (UPDATE_AND_CREATE_TOPIC_LIST): the table file holds every
-    /// topic, so creating thousands one by one would rewrite it thousands
-    /// of times. All or nothing: one bad config and none is applied.
+    /// Creates or replaces every topic of `configs` and waits until the
+    /// table is on disk (UPDATE_AND_CREATE_TOPIC_LIST), one write for them
+    /// all. All or nothing: one bad config and none is applied. A write
+    /// that fails or does not come within [`PERSIST_WAIT_TIMEOUT`] is an
+    /// error, but the topics stay (in memory, written later).
     pub fn upsert_many(&self, configs: Vec<TopicConfig>) -> Result<(), TopicError> {
+        let generation = self.apply_many(configs)?;
+        wait_on_disk(self, generation, PERSIST_WAIT_TIMEOUT)?;
+        Ok(())
+    }
+
+    /// Creates or replaces every topic of `configs` in memory, all or
+    /// nothing, without waiting for the disk; returns the change's
+    /// generation for [`TopicConfigManager::wait_persisted`].
+    pub fn apply_many(&self, configs: Vec<TopicConfig>) -> Result<Generation, TopicError> {
         for config in &configs {
             check(config)?;
         }
@@ -112,14 +138,22 @@ impl TopicConfigManager {
             s.topic_config_table
                 .insert(config.topic_name.clone(), config);
         }
-        s.data_version.counter += 1;
-        s.data_version.timestamp = rmq_common::time::now_ms();
-        write_json(&self.path, &*s)?;
-        Ok(())
+        Ok(self.changed(&mut s))
     }
 
-    /// Returns the topic, creating it with `queues` queues if it is new.
-    /// Retry and DLQ topics get one queue.
+    /// Waits (at most `timeout`) until the change of `generation` is on
+    /// disk; wakes the persister so it writes now.
+    pub fn wait_persisted(
+        &self,
+        generation: Generation,
+        timeout: std::time::Duration,
+    ) -> Result<(), MetaError> {
+        wait_on_disk(self, generation, timeout)
+    }
+
+    /// Returns the topic, creating it with `queues` queues if it is new
+    /// (true). Retry and DLQ topics get one queue. A new topic is not
+    /// waited for: the persister writes it within its interval.
     pub fn get_or_create(
         &self,
         topic: &str,
@@ -136,19 +170,104 @@ impl TopicConfigManager {
             queues
         };
         let config = TopicConfig::new(topic, queues);
-        self.upsert(config.clone())?;
+        check(&config)?;
+        let mut s = self.state.write();
+        if let Some(c) = s.topic_config_table.get(topic) {
+            return Ok((c.clone(), false));
+        }
+        s.topic_config_table
+            .insert(topic.to_owned(), config.clone());
+        self.changed(&mut s);
         Ok((config, true))
     }
 
-    /// Removes a topic.
-    pub fn delete(&self, topic: &str) -> Result<bool, MetaError> {
-        let mut s = self.state.write();
-        let existed = s.topic_config_table.remove(topic).is_some();
-        if existed {
-            s.data_version.counter += 1;
-            write_json(&self.path, &*s)?;
+    /// Creates those of `topics` that do not exist yet, with `queues`
+    /// queues each (one for retry and DLQ topics), in chunks of
+    /// [`CREATE_CHUNK`] under the write lock, without waiting for the disk.
+    /// Names that are not legal topics are skipped. Returns how many were
+    /// created (a heartbeat's retry topics: notify the NameServer registrar
+    /// once if any).
+    pub fn create_missing(&self, topics: impl IntoIterator<Item = String>, queues: i32) -> usize {
+        let mut created = 0;
+        let mut topics = topics.into_iter().peekable();
+        while topics.peek().is_some() {
+            let chunk: Vec<TopicConfig> = {
+                let s = self.state.read();
+                topics
+                    .by_ref()
+                    .take(CREATE_CHUNK)
+                    .filter(|t| !s.topic_config_table.contains_key(t))
+                    .map(|t| {
+                        let retry_or_dlq = t.starts_with(RETRY_GROUP_TOPIC_PREFIX)
+                            || t.starts_with(DLQ_GROUP_TOPIC_PREFIX);
+                        TopicConfig::new(&t, if retry_or_dlq { 1 } else { queues })
+                    })
+                    .filter(|c| check(c).is_ok())
+                    .collect()
+            };
+            if chunk.is_empty() {
+                continue;
+            }
+            let mut s = self.state.write();
+            let before = created;
+            for config in chunk {
+                if !s.topic_config_table.contains_key(&config.topic_name) {
+                    s.topic_config_table
+                        .insert(config.topic_name.clone(), config);
+                    created += 1;
+                }
+            }
+            if created > before {
+                self.changed(&mut s);
+            }
         }
-        Ok(existed)
+        created
+    }
+
+    /// Removes a topic and waits until the table is on disk (true if it
+    /// existed).
+    pub fn delete(&self, topic: &str) -> Result<bool, MetaError> {
+        let generation = {
+            let mut s = self.state.write();
+            if s.topic_config_table.remove(topic).is_none() {
+                return Ok(false);
+            }
+            self.changed(&mut s)
+        };
+        wait_on_disk(self, generation, PERSIST_WAIT_TIMEOUT)?;
+        Ok(true)
+    }
+
+    /// Its change generations (how far the file has caught up).
+    pub fn generations(&self) -> &Generations {
+        &self.generations
+    }
+
+    /// Moves the data version and marks the change (under the write lock).
+    fn changed(&self, s: &mut TopicsFile) -> Generation {
+        s.data_version.counter += 1;
+        s.data_version.timestamp = rmq_common::time::now_ms();
+        self.generations.mark()
+    }
+}
+
+impl PersistTable for TopicConfigManager {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn generations(&self) -> &Generations {
+        &self.generations
+    }
+
+    fn encode_snapshot(&self) -> Result<(Vec<u8>, Generation), MetaError> {
+        // Cloned under the read lock, encoded outside it: a table of many
+        // thousand topics takes milliseconds to encode.
+        let (snapshot, generation) = {
+            let s = self.state.read();
+            (s.clone(), self.generations.current())
+        };
+        Ok((encode_json(&self.path, &snapshot)?, generation))
     }
 }
 
@@ -191,6 +310,10 @@ mod tests {
             m.upsert(TopicConfig::new("T2", 0)),
             Err(TopicError::QueueCount { .. })
         ));
+        // Created on the side of requests: in memory until written.
+        assert!(!dir.path().join("config/topics.json").exists());
+        m.wait_persisted(m.generations().current(), PERSIST_WAIT_TIMEOUT)
+            .unwrap();
         let raw = std::fs::read_to_string(dir.path().join("config/topics.json")).unwrap();
         assert!(
             raw.contains("\"topicConfigTable\"") && raw.contains("\"readQueueNums\": 4"),
@@ -219,5 +342,32 @@ mod tests {
         assert_eq!(m.get("L99").unwrap().write_queue_nums, 2);
         assert!(m.delete("T1").unwrap());
         assert!(m.get("T1").is_none());
+        assert!(!m.delete("T1").unwrap());
+        let m = TopicConfigManager::open(dir.path(), 8).unwrap();
+        assert!(m.get("T1").is_none(), "a delete is on disk when it returns");
+    }
+
+    #[test]
+    fn create_missing_skips_existing_and_illegal_names_in_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = TopicConfigManager::open(dir.path(), 8).unwrap();
+        m.upsert(TopicConfig::new("%RETRY%g1", 1)).unwrap();
+        let before = m.data_version().1;
+        let names = (0..CREATE_CHUNK * 2 + 10)
+            .map(|i| format!("%RETRY%g{i}"))
+            .chain([
+                "bad name".to_owned(),
+                "%DLQ%g".to_owned(),
+                "Plain".to_owned(),
+            ]);
+        let created = m.create_missing(names, 4);
+        assert_eq!(created, CREATE_CHUNK * 2 + 10 - 1 + 2);
+        assert_eq!(m.get("%DLQ%g").unwrap().write_queue_nums, 1);
+        assert_eq!(m.get("Plain").unwrap().write_queue_nums, 4);
+        assert!(m.get("bad name").is_none());
+        // One version step per chunk, not per topic.
+        assert_eq!(m.data_version().1, before + 3);
+        assert_eq!(m.create_missing(["Plain".to_owned()], 4), 0);
+        assert_eq!(m.data_version().1, before + 3);
     }
 }

@@ -29,14 +29,16 @@ pub fn handle(
                     format!("heartbeat body is not valid: {e}"),
                 )
             })?;
-            for c in &hb.consumer_data_set {
-                // Every consumer group gets its retry topic, as RocketMQ does.
-                let retry = format!("{RETRY_GROUP_TOPIC_PREFIX}{}", c.group_name);
-                if rmq_common::names::validate_topic(&retry).is_ok() {
-                    if let Ok((_, true)) = ctx.topics.get_or_create(&retry, 1) {
-                        ctx.topics_changed.notify_one();
-                    }
-                }
+            // Every consumer group gets its retry topic, as RocketMQ does:
+            // in memory only (the meta persister writes the table behind,
+            // once for many), and one notice to the registrar however many
+            // were new (it registers off the request path, coalesced).
+            let retries = hb
+                .consumer_data_set
+                .iter()
+                .map(|c| format!("{RETRY_GROUP_TOPIC_PREFIX}{}", c.group_name));
+            if ctx.topics.create_missing(retries, 1) > 0 {
+                ctx.topics_changed.notify_one();
             }
             let change = ctx.clients.heartbeat(conn, &hb, req.language, req.version);
             notify_group_changes(ctx, &change);

@@ -1,0 +1,297 @@
+//! The meta persister: one thread that writes the meta tables
+//! (`topics.json`, `subscriptionGroup.json`, `consumerOffset.json`) when
+//! they have changed, each at most once per its interval unless a caller
+//! waits for a change (then at once, one write for every waiter so far),
+//! and everything still dirty when it stops. Requests only change memory.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmq_common::service::{Next, Pass, Service, Signal};
+
+use super::persist::{write_dirty, PersistTable};
+
+/// Shortest interval between two writes of `topics.json` or
+/// `subscriptionGroup.json` that nobody waits for: a storm of creations
+/// costs at most one rewrite of the table per interval.
+pub const TABLE_WRITE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Why the persister is asked to stop.
+const STOP: &str = "broker stopping";
+
+/// One table and how often it may be written when nobody waits.
+#[derive(Debug)]
+struct Entry {
+    table: Arc<dyn PersistTable>,
+    interval: Duration,
+    /// When the last write was tried (`None`: never).
+    last_try: Option<Instant>,
+    /// The table's writes are failing (logged once per streak).
+    failing: bool,
+}
+
+/// The running persister.
+#[derive(Debug)]
+pub struct MetaPersister {
+    service: Service,
+}
+
+impl MetaPersister {
+    /// Starts the persister over `tables`, each with the shortest interval
+    /// between writes nobody waits for. From now on waiters on these
+    /// tables wake it instead of writing themselves.
+    pub fn start(tables: Vec<(Arc<dyn PersistTable>, Duration)>) -> std::io::Result<Self> {
+        let signal = Signal::new();
+        let tick = tables
+            .iter()
+            .map(|(_, interval)| *interval)
+            .min()
+            .unwrap_or(TABLE_WRITE_INTERVAL)
+            .max(Duration::from_millis(1));
+        let entries = tables
+            .into_iter()
+            .map(|(table, interval)| {
+                table.generations().attach(Arc::clone(&signal));
+                Entry {
+                    table,
+                    interval,
+                    last_try: None,
+                    failing: false,
+                }
+            })
+            .collect();
+        let service = Service::start_with(
+            "meta-persist",
+            signal,
+            Next::After(tick),
+            PersistPass { entries, tick },
+        )?;
+        Ok(Self { service })
+    }
+
+    /// Stops after the pass in progress and writes every dirty table.
+    pub fn stop(self) {
+        self.service.stop(STOP);
+    }
+
+    /// Stops without writing, as a crash would leave the files.
+    pub fn halt(self) {
+        self.service.halt("broker halted");
+    }
+}
+
+#[derive(Debug)]
+struct PersistPass {
+    entries: Vec<Entry>,
+    tick: Duration,
+}
+
+impl PersistPass {
+    fn write(entry: &mut Entry) {
+        entry.last_try = Some(Instant::now());
+        let path = entry.table.path().display().to_string();
+        match write_dirty(entry.table.as_ref()) {
+            Ok(_) if entry.failing => {
+                entry.failing = false;
+                tracing::info!(path, "meta file written again");
+            }
+            Ok(_) => {}
+            Err(e) if !entry.failing => {
+                entry.failing = true;
+                tracing::error!(
+                    path,
+                    error = %e,
+                    "writing a meta file failed; retrying every interval (not logged again \
+                     until it works)"
+                );
+            }
+            Err(e) => tracing::debug!(path, error = %e, "meta file write still failing"),
+        }
+    }
+}
+
+impl Pass for PersistPass {
+    fn run(&mut self) -> Next {
+        let now = Instant::now();
+        for entry in &mut self.entries {
+            let status = entry.table.generations().status();
+            let due = entry
+                .last_try
+                .is_none_or(|at| now.duration_since(at) >= entry.interval);
+            if status.urgent || (status.dirty && due) {
+                Self::write(entry);
+            }
+        }
+        Next::After(self.tick)
+    }
+
+    fn finish(&mut self, _reason: &str) {
+        for entry in &mut self.entries {
+            if let Err(e) = write_dirty(entry.table.as_ref()) {
+                tracing::error!(
+                    path = %entry.table.path().display(),
+                    error = %e,
+                    "writing a meta file at stop failed"
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::meta::{ConsumerOffsetManager, SubscriptionGroupManager, TopicConfigManager};
+    use rmq_common::remoting::body::{SubscriptionGroupConfig, TopicConfig};
+
+    /// A timer interval no test waits for: whatever is written, a waiter
+    /// or the stop wrote.
+    const NEVER: Duration = Duration::from_secs(3600);
+
+    /// Bound on the wait for a write the timer makes.
+    const TIMER_WRITE_BOUND: Duration = Duration::from_secs(10);
+
+    fn topics_file(dir: &std::path::Path) -> serde_json::Value {
+        let raw = std::fs::read(dir.join("config/topics.json")).unwrap();
+        serde_json::from_slice(&raw).unwrap()
+    }
+
+    #[test]
+    fn many_changes_one_write_and_a_waiter_is_released_once_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let topics = Arc::new(TopicConfigManager::open(dir.path(), 8).unwrap());
+        let persister = MetaPersister::start(vec![(Arc::clone(&topics) as _, NEVER)]).unwrap();
+        // The first pass runs after one tick (NEVER): nothing is written
+        // by the timer in this test.
+        let created = topics.create_missing((0..1000).map(|i| format!("%RETRY%g{i}")), 1);
+        assert_eq!(created, 1000);
+        assert_eq!(topics.generations().status().writes, 0);
+        assert!(!dir.path().join("config/topics.json").exists());
+        // An admin's upsert waits for the disk: one write covers all.
+        topics.upsert(TopicConfig::new("Admin", 4)).unwrap();
+        let file = topics_file(dir.path());
+        assert!(file["topicConfigTable"]["Admin"].is_object());
+        assert!(file["topicConfigTable"]["%RETRY%g999"].is_object());
+        assert_eq!(topics.generations().status().writes, 1);
+        assert!(!topics.generations().status().dirty);
+        // Nothing dirty: the stop writes nothing more.
+        persister.stop();
+        assert_eq!(topics.generations().status().writes, 1);
+    }
+
+    #[test]
+    fn waiters_share_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let topics = Arc::new(TopicConfigManager::open(dir.path(), 8).unwrap());
+        let persister = MetaPersister::start(vec![(Arc::clone(&topics) as _, NEVER)]).unwrap();
+        const THREADS: usize = 8;
+        const EACH: usize = 25;
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let topics = &topics;
+                s.spawn(move || {
+                    for i in 0..EACH {
+                        topics
+                            .upsert(TopicConfig::new(&format!("T{t}-{i}"), 2))
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let writes = topics.generations().status().writes;
+        assert!(
+            (1..=(THREADS * EACH) as u64).contains(&writes),
+            "{writes} writes"
+        );
+        let file = topics_file(dir.path());
+        for t in 0..THREADS {
+            for i in 0..EACH {
+                assert!(file["topicConfigTable"][format!("T{t}-{i}")].is_object());
+            }
+        }
+        persister.stop();
+    }
+
+    #[test]
+    fn the_timer_writes_what_nobody_waits_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let topics = Arc::new(TopicConfigManager::open(dir.path(), 8).unwrap());
+        let persister =
+            MetaPersister::start(vec![(Arc::clone(&topics) as _, Duration::from_millis(5))])
+                .unwrap();
+        let (_, created) = topics.get_or_create("%RETRY%timer", 1).unwrap();
+        assert!(created);
+        let give_up = Instant::now() + TIMER_WRITE_BOUND;
+        while topics.generations().status().dirty {
+            assert!(Instant::now() < give_up, "the timer never wrote the table");
+            std::thread::yield_now();
+        }
+        assert!(topics_file(dir.path())["topicConfigTable"]["%RETRY%timer"].is_object());
+        persister.stop();
+    }
+
+    #[test]
+    fn stop_writes_every_dirty_table_and_halt_writes_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || {
+            (
+                Arc::new(TopicConfigManager::open(dir.path(), 8).unwrap()),
+                Arc::new(ConsumerOffsetManager::open(dir.path()).unwrap()),
+                Arc::new(SubscriptionGroupManager::open(dir.path()).unwrap()),
+            )
+        };
+        let start = |t: &Arc<TopicConfigManager>,
+                     o: &Arc<ConsumerOffsetManager>,
+                     g: &Arc<SubscriptionGroupManager>| {
+            MetaPersister::start(vec![
+                (Arc::clone(t) as _, NEVER),
+                (Arc::clone(o) as _, NEVER),
+                (Arc::clone(g) as _, NEVER),
+            ])
+            .unwrap()
+        };
+        let (topics, offsets, groups) = open();
+        let persister = start(&topics, &offsets, &groups);
+        topics.get_or_create("%RETRY%halted", 1).unwrap();
+        offsets.commit("halted", "T", 0, 3);
+        persister.halt();
+        assert!(!dir.path().join("config/topics.json").exists());
+        assert!(!dir.path().join("config/consumerOffset.json").exists());
+
+        let (topics, offsets, groups) = open();
+        let persister = start(&topics, &offsets, &groups);
+        topics.get_or_create("%RETRY%stopped", 1).unwrap();
+        offsets.commit("stopped", "T", 0, 7);
+        let group: SubscriptionGroupConfig =
+            rmq_common::json::from_str(r#"{"groupName":"stopped"}"#).unwrap();
+        // A group change waits for its write, which the persister makes.
+        groups.upsert(group).unwrap();
+        assert_eq!(groups.generations().status().writes, 1);
+        persister.stop();
+        let (topics, offsets, groups) = open();
+        assert!(topics.get("%RETRY%stopped").is_some());
+        assert!(topics.get("%RETRY%halted").is_none());
+        assert_eq!(offsets.query("stopped", "T", 0), Some(7));
+        assert_eq!(offsets.query("halted", "T", 0), None);
+        assert!(groups.get("stopped").is_some());
+    }
+
+    #[test]
+    fn a_failing_write_releases_its_waiter_with_the_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let topics = Arc::new(TopicConfigManager::open(dir.path(), 8).unwrap());
+        let persister = MetaPersister::start(vec![(Arc::clone(&topics) as _, NEVER)]).unwrap();
+        // A folder where the file should be: the rename onto it fails.
+        std::fs::create_dir_all(dir.path().join("config/topics.json/blocker")).unwrap();
+        let err = topics.upsert(TopicConfig::new("Doomed", 4)).unwrap_err();
+        assert!(err.to_string().contains("topics.json"), "{err}");
+        // Kept in memory, and written once the disk lets it.
+        assert!(topics.get("Doomed").is_some());
+        std::fs::remove_dir_all(dir.path().join("config/topics.json")).unwrap();
+        topics.upsert(TopicConfig::new("Later", 4)).unwrap();
+        let file = topics_file(dir.path());
+        assert!(file["topicConfigTable"]["Doomed"].is_object());
+        persister.stop();
+    }
+}
