@@ -145,6 +145,35 @@ pub struct StoreConfig {
     /// Most bytes one pull returns.
     #[serde(rename = "maxTransferBytesOnMessageInMemory")]
     pub max_transfer_bytes_on_message_in_memory_bytes: u64,
+    /// Most messages one pull returns when they are no longer likely in
+    /// memory (see `accessMessageInMemoryMaxRatio`).
+    pub max_transfer_count_on_message_in_disk: u32,
+    /// Most bytes one pull returns when the messages are no longer likely
+    /// in memory.
+    #[serde(rename = "maxTransferBytesOnMessageInDisk")]
+    pub max_transfer_bytes_on_message_in_disk_bytes: u64,
+    /// A message whose CommitLog offset is more than this percentage of the
+    /// machine's physical memory behind the CommitLog's end counts as on
+    /// disk for the transfer limits (RocketMQ's rule).
+    #[serde(rename = "accessMessageInMemoryMaxRatio")]
+    pub access_message_in_memory_max_ratio_pct: u32,
+    /// Remoting: largest request header; a larger one closes the connection
+    /// before it is buffered.
+    #[serde(rename = "maxHeaderBytes")]
+    pub max_header_bytes: u64,
+    /// Remoting: connections open at once on a listening port; further ones
+    /// are closed at accept.
+    pub max_connections: u32,
+    /// Remoting: connections open at once from one peer IP.
+    pub max_connections_per_address: u32,
+    /// Remoting: bytes of frames still arriving, over all connections of a
+    /// port; a connection whose next frame does not fit is closed.
+    #[serde(rename = "maxUnfinishedFrameBytes")]
+    pub max_unfinished_frame_bytes: u64,
+    /// Remoting: answer bytes queued for one connection and not yet
+    /// written; a client that lets more pile up is disconnected.
+    #[serde(rename = "maxQueuedBytesPerConnection")]
+    pub max_queued_bytes_per_connection: u64,
     /// RocksDB backend: shared block cache size.
     #[serde(rename = "rocksdbBlockCacheSize")]
     pub rocksdb_block_cache_size_bytes: u64,
@@ -206,6 +235,14 @@ impl Default for StoreConfig {
             flush_delay_offset_interval_ms: 10_000,
             max_transfer_count_on_message_in_memory: 32,
             max_transfer_bytes_on_message_in_memory_bytes: 256 * 1024,
+            max_transfer_count_on_message_in_disk: 8,
+            max_transfer_bytes_on_message_in_disk_bytes: 64 * 1024,
+            access_message_in_memory_max_ratio_pct: 40,
+            max_header_bytes: 256 * 1024,
+            max_connections: 10_000,
+            max_connections_per_address: 1_000,
+            max_unfinished_frame_bytes: 256 * 1024 * 1024,
+            max_queued_bytes_per_connection: 32 * 1024 * 1024,
             rocksdb_block_cache_size_bytes: 256 * 1024 * 1024,
             rocksdb_write_buffer_size_bytes: 128 * 1024 * 1024,
             rocksdb_max_write_buffer_number: 4,
@@ -375,10 +412,43 @@ impl StoreConfig {
                 "needs at least 1 MiB and rocksdbMaxWriteBufferNumber at least 2",
             ));
         }
-        if self.max_transfer_count_on_message_in_memory == 0 {
-            return Err(ConfigError::new(
+        for (key, v) in [
+            (
                 "maxTransferCountOnMessageInMemory",
-                "must be positive",
+                u64::from(self.max_transfer_count_on_message_in_memory),
+            ),
+            (
+                "maxTransferCountOnMessageInDisk",
+                u64::from(self.max_transfer_count_on_message_in_disk),
+            ),
+            (
+                "maxTransferBytesOnMessageInMemory",
+                self.max_transfer_bytes_on_message_in_memory_bytes,
+            ),
+            (
+                "maxTransferBytesOnMessageInDisk",
+                self.max_transfer_bytes_on_message_in_disk_bytes,
+            ),
+            ("maxHeaderBytes", self.max_header_bytes),
+            ("maxConnections", u64::from(self.max_connections)),
+            (
+                "maxConnectionsPerAddress",
+                u64::from(self.max_connections_per_address),
+            ),
+            ("maxUnfinishedFrameBytes", self.max_unfinished_frame_bytes),
+            (
+                "maxQueuedBytesPerConnection",
+                self.max_queued_bytes_per_connection,
+            ),
+        ] {
+            if v == 0 {
+                return Err(ConfigError::new(key, "must be positive"));
+            }
+        }
+        if self.access_message_in_memory_max_ratio_pct > 100 {
+            return Err(ConfigError::new(
+                "accessMessageInMemoryMaxRatio",
+                "is a percentage (0..=100)",
             ));
         }
         Ok(())

@@ -12,9 +12,13 @@ use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use futures::future::BoxFuture;
+use rmq_common::remoting::{RemotingCommand, RequestCode};
+use tokio::sync::Semaphore;
+
 use super::processor::NameServerHandler;
 use super::route::RouteInfoManager;
-use crate::remoting::{serve, ServerOptions};
+use crate::remoting::{serve, Connection, RequestHandler, ServerOptions};
 
 /// Default of `namesrvBrokerExpiry`: a broker not heard from for this long
 /// is dropped (brokers re-register every 30 s, so this is four missed
@@ -58,7 +62,7 @@ impl NameServer {
         let server = Arc::new(Self::new(clock, expiry_ms));
         tracker.spawn(serve(
             listener,
-            Arc::clone(&server.handler),
+            Arc::new(OneRegistrationAtATime::new(Arc::clone(&server.handler))),
             ServerOptions::default(),
             cancel.clone(),
             tracker.clone(),
@@ -91,6 +95,55 @@ impl NameServer {
         }
         self.handler.forget(&dropped);
         dropped
+    }
+}
+
+/// Lets one REGISTER_BROKER be handled at a time: each may inflate a
+/// compressed body of up to `MAX_INFLATED_BYTES` (64 MiB) and parse it
+/// into topic tables, so concurrent ones (a broker fleet restarting, or a
+/// hostile client) would multiply that. Registrations are rare (every 30 s
+/// per broker); waiting ones hold no thread, only their received frame.
+#[derive(Debug)]
+struct OneRegistrationAtATime {
+    inner: Arc<NameServerHandler>,
+    registering: Arc<Semaphore>,
+}
+
+impl OneRegistrationAtATime {
+    fn new(inner: Arc<NameServerHandler>) -> Self {
+        Self {
+            inner,
+            registering: Arc::new(Semaphore::new(1)),
+        }
+    }
+}
+
+impl RequestHandler for OneRegistrationAtATime {
+    fn handle(
+        self: Arc<Self>,
+        conn: Arc<Connection>,
+        req: RemotingCommand,
+    ) -> BoxFuture<'static, Option<RemotingCommand>> {
+        if req.code != RequestCode::RegisterBroker.code() {
+            return Arc::clone(&self.inner).handle(conn, req);
+        }
+        Box::pin(async move {
+            // Never closed, so acquiring only fails if that changes.
+            let _turn = Arc::clone(&self.registering).acquire_owned().await.ok()?;
+            Arc::clone(&self.inner).handle(conn, req).await
+        })
+    }
+
+    fn response(&self, conn: &Arc<Connection>, resp: RemotingCommand) {
+        self.inner.response(conn, resp);
+    }
+
+    fn connection_opened(&self, conn: &Arc<Connection>) {
+        self.inner.connection_opened(conn);
+    }
+
+    fn connection_closed(&self, conn: &Arc<Connection>) {
+        self.inner.connection_closed(conn);
     }
 }
 

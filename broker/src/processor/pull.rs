@@ -54,18 +54,19 @@ pub async fn handle(
         ctx.offsets
             .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
     }
+    // What the client asks for, never more than the broker's transfer
+    // limits (the store also applies the on-disk ones per message).
+    let store_config = &ctx.settings.store;
+    let limit_bytes = usize::try_from(store_config.max_transfer_bytes_on_message_in_memory_bytes)
+        .unwrap_or(usize::MAX);
     let max_bytes = h
         .max_msg_bytes
         .and_then(|b| usize::try_from(b).ok())
         .filter(|b| *b > 0)
-        .unwrap_or(
-            ctx.settings
-                .store
-                .max_transfer_bytes_on_message_in_memory_bytes as usize,
-        );
+        .map_or(limit_bytes, |b| b.min(limit_bytes));
     let max_count = usize::try_from(h.max_msg_nums).unwrap_or(1).clamp(
         1,
-        ctx.settings.store.max_transfer_count_on_message_in_memory as usize,
+        store_config.max_transfer_count_on_message_in_memory as usize,
     );
     let mut result = get(ctx, &h, max_count, max_bytes, &filter).await?;
     let suspend = pull_sys_flag::has_suspend(h.sys_flag);
@@ -108,7 +109,7 @@ async fn get(
         filter.clone(),
     );
     Ok(blocking(move || {
-        store.get_message(&GetRequest {
+        let req = GetRequest {
             group: &group,
             topic: &topic,
             queue_id,
@@ -116,7 +117,10 @@ async fn get(
             max_count,
             max_bytes,
             filter: &filter,
-        })
+            caps: None,
+        }
+        .transfer_limits(store.config());
+        store.get_message(&req)
     })
     .await??)
 }

@@ -2,6 +2,8 @@
 //! [`rmq_client::RemotingCodec`] (the same codec the client uses), and hands
 //! each request to a [`RequestHandler`].
 
+mod frame;
+pub mod limits;
 pub mod server;
 mod writer;
 

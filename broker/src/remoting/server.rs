@@ -1,9 +1,14 @@
 //! The remoting server: an accept loop, one task per connection, bounded
 //! in-flight requests per connection, and clean shutdown. What a request
 //! means is the [`RequestHandler`]'s business.
+//!
+//! Memory a client can make the server hold is bounded (see
+//! [`ServerOptions`]): connections in total and per peer IP, the bytes of
+//! frames still arriving across all connections, each connection's request
+//! bytes in flight (headers included) and its answers not yet written.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,15 +16,16 @@ use futures::future::BoxFuture;
 use futures::StreamExt;
 use rmq_common::remoting::RemotingCommand;
 use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use rmq_client::RemotingCodec;
-
-use super::writer::FrameBatch;
+use super::frame::{Event, FrameError, GuardedCodec};
+use super::limits::{ConnectionCaps, ConnectionSlot, RefusalLogs};
+use super::writer::{queued_size, FrameBatch, Queued};
 
 /// Identifies a connection for the server's lifetime.
 pub type ConnId = u64;
@@ -37,21 +43,66 @@ pub struct Connection {
     pub id: ConnId,
     /// The client's address.
     pub peer: SocketAddr,
-    tx: mpsc::Sender<RemotingCommand>,
+    tx: mpsc::Sender<Queued>,
     closed: CancellationToken,
     last_seen_ms: AtomicI64,
+    /// Bytes (estimated frame sizes) queued for the writer and not yet
+    /// written.
+    queued: Arc<AtomicUsize>,
+    max_queued: usize,
+    logs: Arc<RefusalLogs>,
 }
 
 impl Connection {
-    /// Queues a frame without waiting; false if the connection is gone or
-    /// its queue is full.
-    pub fn send(&self, cmd: RemotingCommand) -> bool {
-        self.tx.try_send(cmd).is_ok()
+    /// Counts `bytes` more as queued; false (and the connection closed) if
+    /// that passes the bound: the client is not reading its answers.
+    fn reserve(&self, bytes: usize) -> bool {
+        let now = self.queued.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        if now <= self.max_queued {
+            return true;
+        }
+        self.queued.fetch_sub(bytes, Ordering::Relaxed);
+        if !self.is_closed() {
+            if let Some(suppressed) = self.logs.writer.allow() {
+                tracing::warn!(peer = %self.peer, queued_bytes = now, max = self.max_queued,
+                    suppressed, "answers not read by the client pass maxQueuedBytesPerConnection; closing the connection");
+            }
+            self.close();
+        }
+        false
     }
 
-    /// Queues a frame, waiting for room.
+    /// Queues a frame without waiting; false if the connection is gone, its
+    /// queue is full or its unsent bytes would pass the bound.
+    pub fn send(&self, cmd: RemotingCommand) -> bool {
+        let bytes = queued_size(&cmd);
+        if !self.reserve(bytes) {
+            return false;
+        }
+        if self.tx.try_send(Queued { cmd, bytes }).is_err() {
+            self.queued.fetch_sub(bytes, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// Queues a frame, waiting for room in the queue; false if the
+    /// connection is gone or its unsent bytes would pass the bound.
     pub async fn send_async(&self, cmd: RemotingCommand) -> bool {
-        self.tx.send(cmd).await.is_ok()
+        let bytes = queued_size(&cmd);
+        if !self.reserve(bytes) {
+            return false;
+        }
+        if self.tx.send(Queued { cmd, bytes }).await.is_err() {
+            self.queued.fetch_sub(bytes, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// Bytes queued for the client and not yet written.
+    pub fn queued_bytes(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
     }
 
     /// Closes the connection.
@@ -90,7 +141,20 @@ pub trait RequestHandler: Send + Sync + 'static {
     fn connection_closed(&self, _conn: &Arc<Connection>) {}
 }
 
-/// Per-connection limits.
+/// Default of `maxConnections`.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+/// Default of `maxConnectionsPerAddress`.
+pub const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS: usize = 1_000;
+/// Default of `maxHeaderBytes`: far above any header a real client sends
+/// (a send's properties are at most 32 KiB).
+pub const DEFAULT_MAX_HEADER_BYTES: usize = 256 * 1024;
+/// Default of `maxUnfinishedFrameBytes`.
+pub const DEFAULT_MAX_UNFINISHED_FRAME_BYTES: usize = 256 * 1024 * 1024;
+/// Default of `maxQueuedBytesPerConnection`: above the 16 MiB frame limit,
+/// so any single answer fits.
+pub const DEFAULT_MAX_QUEUED_BYTES: usize = 32 * 1024 * 1024;
+
+/// Limits of one server and of each of its connections.
 #[derive(Debug, Clone, Copy)]
 pub struct ServerOptions {
     /// Largest frame accepted.
@@ -98,11 +162,28 @@ pub struct ServerOptions {
     /// Requests of one connection handled at once; further frames are not
     /// read until one finishes (back-pressure on that client only).
     pub max_in_flight: usize,
-    /// A connection silent this long is closed.
+    /// A connection silent this long is closed; also the longest one frame
+    /// may take to arrive.
     pub idle_timeout: Duration,
-    /// Request bytes (bodies) of one connection held at once; further
-    /// frames are not read until handled requests release theirs.
+    /// Request bytes of one connection held at once: each frame is charged
+    /// its bytes plus [`super::limits::HEADER_DECODE_FACTOR`] - 1 times its
+    /// header's, before it is read; further frames are not read until
+    /// handled requests release theirs.
     pub max_buffered_bytes: usize,
+    /// Largest request header; a larger one closes the connection before
+    /// it is buffered.
+    pub max_header_bytes: usize,
+    /// Connections open at once; further ones are closed at accept.
+    pub max_connections: usize,
+    /// Connections open at once from one peer IP.
+    pub max_connections_per_address: usize,
+    /// Bytes (charged as for `max_buffered_bytes`) of frames still arriving,
+    /// over all connections; a connection whose next frame does not fit is
+    /// closed.
+    pub max_unfinished_frame_bytes: usize,
+    /// Answer bytes queued for one connection and not yet written; a client
+    /// that lets more pile up (it stopped reading) is disconnected.
+    pub max_queued_bytes: usize,
 }
 
 impl Default for ServerOptions {
@@ -112,6 +193,28 @@ impl Default for ServerOptions {
             max_in_flight: 256,
             idle_timeout: Duration::from_secs(120),
             max_buffered_bytes: 64 * 1024 * 1024,
+            max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_address: DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+            max_unfinished_frame_bytes: DEFAULT_MAX_UNFINISHED_FRAME_BYTES,
+            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
+        }
+    }
+}
+
+impl ServerOptions {
+    /// These options with the remoting limits of `config` (the keys
+    /// `maxHeaderBytes`, `maxConnections`, `maxConnectionsPerAddress`,
+    /// `maxUnfinishedFrameBytes`, `maxQueuedBytesPerConnection`).
+    pub fn with_limits(self, config: &rmq_common::StoreConfig) -> Self {
+        let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+        Self {
+            max_header_bytes: size(config.max_header_bytes),
+            max_connections: size(u64::from(config.max_connections)),
+            max_connections_per_address: size(u64::from(config.max_connections_per_address)),
+            max_unfinished_frame_bytes: size(config.max_unfinished_frame_bytes),
+            max_queued_bytes: size(config.max_queued_bytes_per_connection),
+            ..self
         }
     }
 }
@@ -145,7 +248,19 @@ pub async fn accept_until(
     }
 }
 
+/// What every connection of one server shares.
+#[derive(Debug)]
+struct Shared {
+    options: ServerOptions,
+    caps: Arc<ConnectionCaps>,
+    /// Budget of bytes of frames still arriving, over all connections.
+    unfinished: Arc<Semaphore>,
+    unfinished_total: usize,
+    logs: Arc<RefusalLogs>,
+}
+
 /// Accepts connections until `cancel`; every task it starts is tracked.
+/// Connections over the caps are closed at once (logged, rate-limited).
 pub async fn serve<H: RequestHandler>(
     listener: TcpListener,
     handler: Arc<H>,
@@ -153,10 +268,32 @@ pub async fn serve<H: RequestHandler>(
     cancel: CancellationToken,
     tracker: TaskTracker,
 ) {
+    let unfinished_total = options
+        .max_unfinished_frame_bytes
+        .clamp(1, Semaphore::MAX_PERMITS);
+    let shared = Arc::new(Shared {
+        options,
+        caps: ConnectionCaps::new(options.max_connections, options.max_connections_per_address),
+        unfinished: Arc::new(Semaphore::new(unfinished_total)),
+        unfinished_total,
+        logs: Arc::new(RefusalLogs::default()),
+    });
     accept_until(&listener, &cancel, "remoting", |stream, peer| {
+        let slot = match shared.caps.admit(peer.ip()) {
+            Ok(slot) => slot,
+            Err(why) => {
+                if let Some(suppressed) = shared.logs.accept.allow() {
+                    tracing::warn!(%peer, limit = why.key(), suppressed,
+                        "connection over the limit; closed at accept");
+                }
+                // Dropping the stream closes it.
+                drop(stream);
+                return;
+            }
+        };
         let _ = stream.set_nodelay(true);
         let (h, c, t) = (Arc::clone(&handler), cancel.child_token(), tracker.clone());
-        tracker.spawn(connection(stream, peer, h, options, c, t));
+        tracker.spawn(connection(stream, peer, h, Arc::clone(&shared), slot, c, t));
     })
     .await;
 }
@@ -165,23 +302,67 @@ pub async fn serve<H: RequestHandler>(
 /// them waits behind the others.
 const MAX_RESPONSES_PER_WRITE: usize = 64;
 
+type Frames = FramedRead<OwnedReadHalf, GuardedCodec>;
+
+/// The next decoder event, or `None` once the connection should close
+/// (end of stream, cancel, idle, or a bad frame, logged).
+async fn next_event(
+    frames: &mut Frames,
+    peer: SocketAddr,
+    shared: &Shared,
+    cancel: &CancellationToken,
+) -> Option<Event> {
+    let idle = shared.options.idle_timeout;
+    let next = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return None,
+        _ = tokio::time::sleep(idle) => {
+            tracing::info!(%peer, idle_s = idle.as_secs(), "closing idle connection");
+            return None;
+        }
+        f = frames.next() => f,
+    };
+    match next? {
+        Ok(event) => Some(event),
+        Err(FrameError::Io(e)) => {
+            tracing::debug!(%peer, error = %e, "read failed; closing the connection");
+            None
+        }
+        Err(e) => {
+            if let Some(suppressed) = shared.logs.frame.allow() {
+                tracing::warn!(%peer, error = %e, suppressed, "refused frame; closing the connection");
+            }
+            None
+        }
+    }
+}
+
 async fn connection<H: RequestHandler>(
     stream: TcpStream,
     peer: SocketAddr,
     handler: Arc<H>,
-    options: ServerOptions,
+    shared: Arc<Shared>,
+    slot: ConnectionSlot,
     cancel: CancellationToken,
     tracker: TaskTracker,
 ) {
+    let options = shared.options;
     let (read_half, mut write_half) = stream.into_split();
-    let mut frames = FramedRead::new(read_half, RemotingCodec::new(options.max_frame));
-    let (tx, mut rx) = mpsc::channel::<RemotingCommand>(WRITE_QUEUE);
+    let mut frames = FramedRead::new(
+        read_half,
+        GuardedCodec::new(options.max_frame, options.max_header_bytes),
+    );
+    let (tx, mut rx) = mpsc::channel::<Queued>(WRITE_QUEUE);
+    let queued = Arc::new(AtomicUsize::new(0));
     let conn = Arc::new(Connection {
         id: NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed),
         peer,
         tx,
         closed: cancel.clone(),
         last_seen_ms: AtomicI64::new(rmq_common::time::now_ms()),
+        queued: Arc::clone(&queued),
+        max_queued: options.max_queued_bytes,
+        logs: Arc::clone(&shared.logs),
     });
     tracing::debug!(%peer, id = conn.id, "connection opened");
     handler.connection_opened(&conn);
@@ -191,17 +372,19 @@ async fn connection<H: RequestHandler>(
         loop {
             let next = tokio::select! {
                 biased;
-                cmd = rx.recv() => cmd,
+                q = rx.recv() => q,
                 _ = writer_cancel.cancelled() => None,
             };
-            let Some(cmd) = next else { break };
+            let Some(first) = next else { break };
             // Responses that are ready as well go out with this one: one
             // write (and one wake-up of the peer) for the lot.
-            let mut encoded = batch.push(&cmd);
+            let mut written = first.bytes;
+            let mut encoded = batch.push(&first.cmd);
             let mut batched = 1;
             while encoded.is_ok() && batched < MAX_RESPONSES_PER_WRITE {
                 let Ok(more) = rx.try_recv() else { break };
-                encoded = batch.push(&more);
+                written += more.bytes;
+                encoded = batch.push(&more.cmd);
                 batched += 1;
             }
             if let Err(e) = encoded {
@@ -209,7 +392,14 @@ async fn connection<H: RequestHandler>(
                 writer_cancel.cancel();
                 break;
             }
-            if let Err(e) = batch.write_to(&mut write_half).await {
+            // Cancellable: a client that stopped reading must not keep
+            // this task (and its connection slot) forever.
+            let result = tokio::select! {
+                r = batch.write_to(&mut write_half) => r,
+                _ = writer_cancel.cancelled() => break,
+            };
+            queued.fetch_sub(written, Ordering::Relaxed);
+            if let Err(e) = result {
                 tracing::debug!(%peer, error = %e, "write failed; closing connection");
                 writer_cancel.cancel();
                 break;
@@ -218,7 +408,10 @@ async fn connection<H: RequestHandler>(
         let _ = write_half.shutdown().await;
     });
     let in_flight = Arc::new(Semaphore::new(options.max_in_flight));
-    let budget = options.max_buffered_bytes.clamp(1, u32::MAX as usize);
+    let budget = options
+        .max_buffered_bytes
+        .clamp(1, u32::MAX as usize)
+        .min(Semaphore::MAX_PERMITS);
     let buffered = Arc::new(Semaphore::new(budget));
     loop {
         let permit = tokio::select! {
@@ -226,22 +419,40 @@ async fn connection<H: RequestHandler>(
             _ = cancel.cancelled() => break,
             p = Arc::clone(&in_flight).acquire_owned() => match p { Ok(p) => p, Err(_) => break },
         };
-        let frame = tokio::select! {
+        let Some(event) = next_event(&mut frames, peer, &shared, &cancel).await else {
+            break;
+        };
+        let Event::Head(head) = event else {
+            tracing::error!(%peer, "frame without a head from the decoder; closing the connection");
+            break;
+        };
+        // The frame's bytes are budgeted before they are read: first this
+        // connection's (waiting: back-pressure on this client only), then
+        // the server's budget for frames still arriving (not waiting: a
+        // connection that cannot get it is closed). A frame larger than a
+        // whole budget takes all of it.
+        let charge = head.charge();
+        let bytes = tokio::select! {
             biased;
             _ = cancel.cancelled() => break,
-            _ = tokio::time::sleep(options.idle_timeout) => {
-                tracing::info!(%peer, idle_s = options.idle_timeout.as_secs(), "closing idle connection");
-                break;
-            }
-            f = frames.next() => f,
+            b = Arc::clone(&buffered).acquire_many_owned(charge.clamp(1, budget) as u32) => match b { Ok(b) => b, Err(_) => break },
         };
-        let cmd = match frame {
-            None => break,
-            Some(Ok(cmd)) => cmd,
-            Some(Err(e)) => {
-                tracing::warn!(%peer, error = %e, "malformed frame; closing the connection");
-                break;
+        let global = charge.clamp(1, shared.unfinished_total) as u32;
+        let Ok(arriving) = Arc::clone(&shared.unfinished).try_acquire_many_owned(global) else {
+            if let Some(suppressed) = shared.logs.frame.allow() {
+                tracing::warn!(%peer, frame_bytes = head.frame_len, charge,
+                    available = shared.unfinished.available_permits(), suppressed,
+                    "no maxUnfinishedFrameBytes budget left for this frame; closing the connection");
             }
+            break;
+        };
+        let Some(event) = next_event(&mut frames, peer, &shared, &cancel).await else {
+            break;
+        };
+        drop(arriving);
+        let Event::Frame(cmd) = event else {
+            tracing::error!(%peer, "a head where a frame was due; closing the connection");
+            break;
         };
         conn.last_seen_ms
             .store(rmq_common::time::now_ms(), Ordering::Relaxed);
@@ -249,13 +460,6 @@ async fn connection<H: RequestHandler>(
             handler.response(&conn, cmd);
             continue;
         }
-        // A frame larger than the whole budget takes all of it.
-        let size = cmd.body.as_ref().map_or(0, |b| b.len()).clamp(1, budget) as u32;
-        let bytes = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => break,
-            b = Arc::clone(&buffered).acquire_many_owned(size) => match b { Ok(b) => b, Err(_) => break },
-        };
         let (h, c) = (Arc::clone(&handler), Arc::clone(&conn));
         tracker.spawn(async move {
             if let Some(resp) = h.handle(Arc::clone(&c), cmd).await {
@@ -267,5 +471,6 @@ async fn connection<H: RequestHandler>(
     cancel.cancel();
     let _ = writer.await;
     handler.connection_closed(&conn);
+    drop(slot);
     tracing::debug!(%peer, id = conn.id, "connection closed");
 }

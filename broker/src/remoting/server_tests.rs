@@ -1,5 +1,5 @@
 //! Per-connection limits of the remoting server: a connection's request
-//! bytes held at once stay within `max_buffered_bytes`.
+//! bytes (headers included) held at once stay within `max_buffered_bytes`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -12,6 +12,9 @@ use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use bytes::BytesMut;
+
+use super::limits::frame_charge;
 use super::server::{serve, Connection, RequestHandler, ServerOptions};
 use rmq_client::RemotingClient;
 
@@ -57,13 +60,25 @@ impl RequestHandler for Gated {
     }
 }
 
+fn heartbeat() -> RemotingCommand {
+    let mut req = RemotingCommand::request(RequestCode::HeartBeat);
+    req.body = Some(vec![0u8; 1_000].into());
+    req
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn buffered_request_bytes_are_bounded_per_connection() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let handler = Arc::new(Gated::default());
+    // Each request is charged its frame plus its header's expansion; the
+    // budget holds three and a half of them.
+    let mut one = BytesMut::new();
+    heartbeat().encode(&mut one).unwrap();
+    let header_len = (u32::from_be_bytes([one[4], one[5], one[6], one[7]]) & 0xFF_FFFF) as usize;
+    let charge = frame_charge(one.len() - 4, header_len);
     let options = ServerOptions {
-        max_buffered_bytes: 3_000,
+        max_buffered_bytes: charge * 7 / 2,
         ..ServerOptions::default()
     };
     let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
@@ -79,12 +94,10 @@ async fn buffered_request_bytes_are_bounded_per_connection() {
     for _ in 0..5 {
         let c = Arc::clone(&client);
         calls.push(tokio::spawn(async move {
-            let mut req = RemotingCommand::request(RequestCode::HeartBeat);
-            req.body = Some(vec![0u8; 1_000].into());
-            c.invoke(req, CALL_TIMEOUT * 2).await
+            c.invoke(heartbeat(), CALL_TIMEOUT * 2).await
         }));
     }
-    // Three 1,000-byte bodies fit in 3,000 bytes; the fourth waits.
+    // Three fit in the budget; the fourth waits.
     tokio::time::timeout(CALL_TIMEOUT, async {
         while handler.inside.load(Ordering::SeqCst) < 3 {
             handler.arrived.notified().await;

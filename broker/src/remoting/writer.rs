@@ -16,6 +16,28 @@ const COPY_BELOW: usize = 512;
 /// Slices per `writev` (Linux takes at most 1,024).
 const MAX_SLICES: usize = 256;
 
+/// A frame queued for a connection's writer, with the bytes it was counted
+/// as against the connection's bound on unsent answers.
+#[derive(Debug)]
+pub(crate) struct Queued {
+    pub cmd: RemotingCommand,
+    pub bytes: usize,
+}
+
+/// Bytes of header a frame is counted with beyond its ext fields and
+/// remark (the fixed fields and the encoding's punctuation, roughly).
+const HEADER_OVERHEAD: usize = 64;
+
+/// About the bytes `cmd`'s frame takes; cheap, without encoding it.
+pub(crate) fn queued_size(cmd: &RemotingCommand) -> usize {
+    let ext: usize = cmd
+        .ext_fields
+        .iter()
+        .map(|(k, v)| k.len() + v.len() + 6)
+        .sum();
+    HEADER_OVERHEAD + ext + cmd.remark.as_ref().map_or(0, String::len) + cmd.body_len()
+}
+
 /// Frames waiting to be written, in order.
 #[derive(Debug, Default)]
 pub(crate) struct FrameBatch {

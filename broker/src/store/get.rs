@@ -71,6 +71,72 @@ impl GetMessageResult {
     }
 }
 
+/// RocketMQ's transfer limits of one pull (`isTheBatchFull`): messages
+/// still likely in the page cache may go out in larger batches than ones
+/// that must be read from disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransferCaps {
+    /// Most messages of a batch read from memory.
+    pub memory_count: usize,
+    /// Most bytes of a batch read from memory.
+    pub memory_bytes: usize,
+    /// Most messages of a batch that reaches messages on disk.
+    pub disk_count: usize,
+    /// Most bytes of a batch that reaches messages on disk.
+    pub disk_bytes: usize,
+    /// A message this many bytes or more behind the CommitLog's end is
+    /// taken to be on disk (RocketMQ: `accessMessageInMemoryMaxRatio` of
+    /// the physical memory).
+    pub memory_window_bytes: u64,
+}
+
+impl TransferCaps {
+    /// The caps of `config`, the memory window taken from this machine's
+    /// physical memory.
+    pub fn from_config(config: &rmq_common::StoreConfig) -> Self {
+        let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+        let ratio = u64::from(config.access_message_in_memory_max_ratio_pct.min(100));
+        Self {
+            memory_count: size(u64::from(config.max_transfer_count_on_message_in_memory)),
+            memory_bytes: size(config.max_transfer_bytes_on_message_in_memory_bytes),
+            disk_count: size(u64::from(config.max_transfer_count_on_message_in_disk)),
+            disk_bytes: size(config.max_transfer_bytes_on_message_in_disk_bytes),
+            memory_window_bytes: physical_memory_bytes() / 100 * ratio,
+        }
+    }
+
+    /// Whether a batch of `count` messages and `bytes` bytes is full before
+    /// a message of `next_size` bytes, `behind` bytes behind the CommitLog's
+    /// end. An empty batch is never full.
+    pub fn is_full(&self, count: usize, bytes: usize, next_size: usize, behind: u64) -> bool {
+        if count == 0 {
+            return false;
+        }
+        let (max_count, max_bytes) = if behind > self.memory_window_bytes {
+            (self.disk_count, self.disk_bytes)
+        } else {
+            (self.memory_count, self.memory_bytes)
+        };
+        count >= max_count || bytes.saturating_add(next_size) > max_bytes
+    }
+}
+
+/// Physical memory of this machine (`MemTotal` of /proc/meminfo), read
+/// once; without it every message counts as in memory.
+fn physical_memory_bytes() -> u64 {
+    static TOTAL: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TOTAL.get_or_init(|| {
+        std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+                let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+                Some(kib.saturating_mul(1024))
+            })
+            .unwrap_or(u64::MAX / 2)
+    })
+}
+
 /// Bytes a [`GetRequest::new`] returns at most (RocketMQ's
 /// `maxTransferBytesOnMessageInMemory` is lower; pulls set their own).
 pub const DEFAULT_MAX_BYTES: usize = 1 << 20;
@@ -93,6 +159,9 @@ pub struct GetRequest<'a> {
     pub max_bytes: usize,
     /// Which messages are returned.
     pub filter: &'a dyn MessageFilter,
+    /// The broker's transfer limits, applied on top of `max_count` and
+    /// `max_bytes` (pulls set them; `None` for internal reads).
+    pub caps: Option<TransferCaps>,
 }
 
 impl<'a> GetRequest<'a> {
@@ -113,6 +182,17 @@ impl<'a> GetRequest<'a> {
             max_count,
             max_bytes: DEFAULT_MAX_BYTES,
             filter,
+            caps: None,
+        }
+    }
+
+    /// The same request under the transfer limits of `config`
+    /// (`maxTransfer{Count,Bytes}OnMessageIn{Memory,Disk}`), whatever the
+    /// client asked for.
+    pub fn transfer_limits(self, config: &rmq_common::StoreConfig) -> Self {
+        Self {
+            caps: Some(TransferCaps::from_config(config)),
+            ..self
         }
     }
 
@@ -136,6 +216,7 @@ impl std::fmt::Debug for GetRequest<'_> {
             .field("offset", &self.offset)
             .field("max_count", &self.max_count)
             .field("max_bytes", &self.max_bytes)
+            .field("caps", &self.caps)
             .finish_non_exhaustive()
     }
 }
@@ -225,6 +306,7 @@ impl MessageStore {
         let mut cursor = offset;
         let mut scanned = 0usize;
         let mut skip_below_phy = i64::MIN;
+        let end_phy = self.commit_log.max_offset();
         'outer: while scanned < scan_limit && cursor < max {
             units.clear();
             let read_started = std::time::Instant::now();
@@ -262,9 +344,14 @@ impl MessageStore {
                 break;
             }
             for unit in &units {
+                let next_size = unit.size.max(0) as usize;
                 let full = !result.messages.is_empty()
                     && (result.messages.len() >= max_count
-                        || result.total_bytes + unit.size.max(0) as usize > max_bytes);
+                        || result.total_bytes + next_size > max_bytes
+                        || req.caps.is_some_and(|c| {
+                            let behind = u64::try_from(end_phy - unit.phy_offset).unwrap_or(0);
+                            c.is_full(result.messages.len(), result.total_bytes, next_size, behind)
+                        }));
                 if full {
                     break 'outer;
                 }
@@ -302,5 +389,35 @@ impl MessageStore {
             }
         }
         Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod transfer_caps_tests {
+    use super::TransferCaps;
+
+    const CAPS: TransferCaps = TransferCaps {
+        memory_count: 32,
+        memory_bytes: 256 * 1024,
+        disk_count: 8,
+        disk_bytes: 64 * 1024,
+        memory_window_bytes: 1 << 30,
+    };
+
+    #[test]
+    fn the_first_message_always_goes() {
+        assert!(!CAPS.is_full(0, 0, 4 << 20, u64::MAX));
+    }
+
+    #[test]
+    fn memory_limits_apply_within_the_window_disk_limits_beyond_it() {
+        let near = 1 << 20;
+        let far = (1 << 30) + 1;
+        assert!(!CAPS.is_full(8, 8 * 1024, 1024, near));
+        assert!(CAPS.is_full(8, 8 * 1024, 1024, far), "8 on disk is full");
+        assert!(CAPS.is_full(32, 32 * 1024, 1024, near));
+        assert!(!CAPS.is_full(1, 255 * 1024, 1024, near));
+        assert!(CAPS.is_full(1, 255 * 1024, 1025, near));
+        assert!(CAPS.is_full(1, 63 * 1024, 1025, far));
     }
 }
