@@ -23,7 +23,7 @@ use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::frame::{Event, FrameError, GuardedCodec};
+use super::frame::{Event, FrameError, GuardedCodec, UnfinishedBudget};
 use super::limits::{ConnectionCaps, ConnectionSlot, RefusalLogs};
 use super::writer::{queued_size, FrameBatch, Queued};
 
@@ -254,8 +254,7 @@ struct Shared {
     options: ServerOptions,
     caps: Arc<ConnectionCaps>,
     /// Budget of bytes of frames still arriving, over all connections.
-    unfinished: Arc<Semaphore>,
-    unfinished_total: usize,
+    unfinished: UnfinishedBudget,
     logs: Arc<RefusalLogs>,
 }
 
@@ -268,14 +267,10 @@ pub async fn serve<H: RequestHandler>(
     cancel: CancellationToken,
     tracker: TaskTracker,
 ) {
-    let unfinished_total = options
-        .max_unfinished_frame_bytes
-        .clamp(1, Semaphore::MAX_PERMITS);
     let shared = Arc::new(Shared {
         options,
         caps: ConnectionCaps::new(options.max_connections, options.max_connections_per_address),
-        unfinished: Arc::new(Semaphore::new(unfinished_total)),
-        unfinished_total,
+        unfinished: UnfinishedBudget::new(options.max_unfinished_frame_bytes),
         logs: Arc::new(RefusalLogs::default()),
     });
     accept_until(&listener, &cancel, "remoting", |stream, peer| {
@@ -350,7 +345,11 @@ async fn connection<H: RequestHandler>(
     let (read_half, mut write_half) = stream.into_split();
     let mut frames = FramedRead::new(
         read_half,
-        GuardedCodec::new(options.max_frame, options.max_header_bytes),
+        GuardedCodec::new(
+            options.max_frame,
+            options.max_header_bytes,
+            shared.unfinished.clone(),
+        ),
     );
     let (tx, mut rx) = mpsc::channel::<Queued>(WRITE_QUEUE);
     let queued = Arc::new(AtomicUsize::new(0));
@@ -426,30 +425,20 @@ async fn connection<H: RequestHandler>(
             tracing::error!(%peer, "frame without a head from the decoder; closing the connection");
             break;
         };
-        // The frame's bytes are budgeted before they are read: first this
-        // connection's (waiting: back-pressure on this client only), then
-        // the server's budget for frames still arriving (not waiting: a
-        // connection that cannot get it is closed). A frame larger than a
-        // whole budget takes all of it.
-        let charge = head.charge();
+        // The frame's bytes are budgeted against this connection's budget
+        // before they are read (waiting: back-pressure on this client
+        // only); while they arrive the decoder charges them to the server's
+        // budget for unfinished frames (a connection that cannot get it is
+        // closed). A frame larger than a whole budget takes all of it.
+        let charge = head.charge().clamp(1, budget) as u32;
         let bytes = tokio::select! {
             biased;
             _ = cancel.cancelled() => break,
-            b = Arc::clone(&buffered).acquire_many_owned(charge.clamp(1, budget) as u32) => match b { Ok(b) => b, Err(_) => break },
-        };
-        let global = charge.clamp(1, shared.unfinished_total) as u32;
-        let Ok(arriving) = Arc::clone(&shared.unfinished).try_acquire_many_owned(global) else {
-            if let Some(suppressed) = shared.logs.frame.allow() {
-                tracing::warn!(%peer, frame_bytes = head.frame_len, charge,
-                    available = shared.unfinished.available_permits(), suppressed,
-                    "no maxUnfinishedFrameBytes budget left for this frame; closing the connection");
-            }
-            break;
+            b = Arc::clone(&buffered).acquire_many_owned(charge) => match b { Ok(b) => b, Err(_) => break },
         };
         let Some(event) = next_event(&mut frames, peer, &shared, &cancel).await else {
             break;
         };
-        drop(arriving);
         let Event::Frame(cmd) = event else {
             tracing::error!(%peer, "a head where a frame was due; closing the connection");
             break;
