@@ -152,15 +152,31 @@ impl TopicConfigManager {
     }
 
     /// Returns the topic, creating it with `queues` queues if it is new
-    /// (true). Retry and DLQ topics get one queue. A new topic is not
-    /// waited for: the persister writes it within its interval.
+    /// (true; retry and DLQ topics get one queue). A new topic is on disk
+    /// when this returns, as before the persister: the wait shares its
+    /// write with every other change since the last one.
     pub fn get_or_create(
         &self,
         topic: &str,
         queues: i32,
     ) -> Result<(TopicConfig, bool), TopicError> {
+        let (config, created) = self.get_or_create_deferred(topic, queues)?;
+        if let Some(generation) = created {
+            wait_on_disk(self, generation, PERSIST_WAIT_TIMEOUT)?;
+        }
+        Ok((config, created.is_some()))
+    }
+
+    /// [`TopicConfigManager::get_or_create`] without the wait: a new topic
+    /// (its generation returned) reaches the disk within one persister
+    /// interval, or at a clean stop.
+    pub fn get_or_create_deferred(
+        &self,
+        topic: &str,
+        queues: i32,
+    ) -> Result<(TopicConfig, Option<Generation>), TopicError> {
         if let Some(c) = self.get(topic) {
-            return Ok((c, false));
+            return Ok((c, None));
         }
         let queues = if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX)
             || topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
@@ -173,12 +189,12 @@ impl TopicConfigManager {
         check(&config)?;
         let mut s = self.state.write();
         if let Some(c) = s.topic_config_table.get(topic) {
-            return Ok((c.clone(), false));
+            return Ok((c.clone(), None));
         }
         s.topic_config_table
             .insert(topic.to_owned(), config.clone());
-        self.changed(&mut s);
-        Ok((config, true))
+        let generation = self.changed(&mut s);
+        Ok((config, Some(generation)))
     }
 
     /// Creates those of `topics` that do not exist yet, with `queues`
@@ -310,10 +326,10 @@ mod tests {
             m.upsert(TopicConfig::new("T2", 0)),
             Err(TopicError::QueueCount { .. })
         ));
-        // Created on the side of requests: in memory until written.
-        assert!(!dir.path().join("config/topics.json").exists());
-        m.wait_persisted(m.generations().current(), PERSIST_WAIT_TIMEOUT)
-            .unwrap();
+        let (_, created) = m.get_or_create_deferred("%DLQ%g", 4).unwrap();
+        let generation = created.expect("a new topic");
+        assert_eq!(m.get_or_create_deferred("%DLQ%g", 4).unwrap().1, None);
+        m.wait_persisted(generation, PERSIST_WAIT_TIMEOUT).unwrap();
         let raw = std::fs::read_to_string(dir.path().join("config/topics.json")).unwrap();
         assert!(
             raw.contains("\"topicConfigTable\"") && raw.contains("\"readQueueNums\": 4"),

@@ -89,11 +89,22 @@ pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled 
         SendBackTarget::Retry { .. } => format!("{RETRY_GROUP_TOPIC_PREFIX}{}", h.group),
         SendBackTarget::DeadLetter => format!("{DLQ_GROUP_TOPIC_PREFIX}{}", h.group),
     };
-    let config = match ctx.topics.get_or_create(&topic, 1) {
+    let config = match ctx.topics.get_or_create_deferred(&topic, 1) {
         Ok((config, created)) => {
-            if created {
+            if let Some(generation) = created {
                 tracing::info!(topic, "created topic for sent-back messages");
                 ctx.topics_changed.notify_one();
+                // A retry topic comes back with the group's next heartbeat
+                // if a crash loses it; a DLQ topic has no one to recreate
+                // it, so it is on disk before its first message is stored.
+                if target == SendBackTarget::DeadLetter {
+                    let topics = Arc::clone(&ctx.topics);
+                    blocking(move || {
+                        topics.wait_persisted(generation, crate::meta::PERSIST_WAIT_TIMEOUT)
+                    })
+                    .await?
+                    .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+                }
             }
             config
         }
