@@ -16,6 +16,14 @@ pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
 pub const DLQ_GROUP_TOPIC_PREFIX: &str = "%DLQ%";
 /// Topic that records consumer offset moves.
 pub const OFFSET_MOVED_EVENT: &str = "OFFSET_MOVED_EVENT";
+/// Topic of RocketMQ's benchmark tool (a system topic there).
+pub const BENCHMARK_TOPIC: &str = "BenchmarkTest";
+/// Default topic of message traces.
+pub const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
+/// Topic of the broker's self test.
+pub const SELF_TEST_TOPIC: &str = "SELF_TEST_TOPIC";
+/// Any topic starting with this is a system topic.
+pub const SYSTEM_TOPIC_PREFIX: &str = "rmq_sys_";
 /// Pseudo topic under which the RocksDB backend keeps its dispatch checkpoint.
 pub const CHECKPOINT_TOPIC: &str = "CHECKPOINT_TOPIC";
 

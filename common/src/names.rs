@@ -1,6 +1,10 @@
 //! Topic and group name rules (RocketMQ's `Validators` / `TopicValidator`).
 
-use crate::constants::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
+use crate::constants::{
+    AUTO_CREATE_TOPIC, BENCHMARK_TOPIC, DLQ_GROUP_TOPIC_PREFIX, OFFSET_MOVED_EVENT,
+    RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC, SELF_TEST_TOPIC, SYSTEM_TOPIC_PREFIX, TRACE_TOPIC,
+    TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+};
 
 /// Longest ordinary topic name.
 pub const MAX_TOPIC_LEN: usize = 127;
@@ -82,6 +86,39 @@ pub fn validate_group(name: &str) -> Result<(), NameError> {
     check("group", name, MAX_GROUP_LEN)
 }
 
+/// The broker's own topics (RocketMQ's `TopicValidator.SYSTEM_TOPIC_SET`,
+/// plus any name starting with `rmq_sys_`): a client may not create,
+/// update or delete them.
+pub fn is_system_topic(name: &str) -> bool {
+    [
+        AUTO_CREATE_TOPIC,
+        SCHEDULE_TOPIC,
+        BENCHMARK_TOPIC,
+        TRANS_HALF_TOPIC,
+        TRACE_TOPIC,
+        TRANS_OP_HALF_TOPIC,
+        TRANS_CHECK_MAX_TIME_TOPIC,
+        SELF_TEST_TOPIC,
+        OFFSET_MOVED_EVENT,
+    ]
+    .contains(&name)
+        || name.starts_with(SYSTEM_TOPIC_PREFIX)
+}
+
+/// Topics only the broker writes (`TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`):
+/// a client's send to one is refused, whatever its properties say.
+pub fn is_not_allowed_send_topic(name: &str) -> bool {
+    [
+        SCHEDULE_TOPIC,
+        TRANS_HALF_TOPIC,
+        TRANS_OP_HALF_TOPIC,
+        TRANS_CHECK_MAX_TIME_TOPIC,
+        SELF_TEST_TOPIC,
+        OFFSET_MOVED_EVENT,
+    ]
+    .contains(&name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +157,33 @@ mod tests {
             validate_topic(&retry),
             Err(NameError::TooLong { max: 255, .. })
         ));
+    }
+
+    #[test]
+    fn system_topics() {
+        for t in [
+            "SCHEDULE_TOPIC_XXXX",
+            "RMQ_SYS_TRANS_HALF_TOPIC",
+            "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+            "TRANS_CHECK_MAX_TIME_TOPIC",
+        ] {
+            assert!(is_system_topic(t), "{t}");
+            assert!(is_not_allowed_send_topic(t), "{t}");
+        }
+        // System, but clients write them (traces, benchmark, auto-create).
+        for t in [
+            "TBW102",
+            "RMQ_SYS_TRACE_TOPIC",
+            "BenchmarkTest",
+            "rmq_sys_x",
+        ] {
+            assert!(is_system_topic(t), "{t}");
+            assert!(!is_not_allowed_send_topic(t), "{t}");
+        }
+        for t in ["TopicTest", "%RETRY%g", "%DLQ%g", "schedule_topic_xxxx"] {
+            assert!(!is_system_topic(t), "{t}");
+            assert!(!is_not_allowed_send_topic(t), "{t}");
+        }
     }
 
     #[test]

@@ -6,9 +6,7 @@ use std::sync::Arc;
 
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 
-use rmq_common::constants::AUTO_CREATE_TOPIC;
-
-use super::{blocking, json_success, success, Handled, Refusal};
+use super::{blocking, json_success, success, validate, Handled, Refusal};
 use crate::context::BrokerContext;
 use rmq_common::remoting::body::{CreateTopicList, TopicConfig, PERM_READ, PERM_WRITE};
 
@@ -50,14 +48,7 @@ const BROKER_TOPICS: [&str; 5] = [
 /// removed on either backend, and every group's offsets of it are dropped.
 pub async fn delete_topic(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
     let topic = req.ext().req_str("topic")?.to_owned();
-    rmq_common::names::validate_topic(&topic)
-        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
-    if BROKER_TOPICS.contains(&topic.as_str()) || topic == AUTO_CREATE_TOPIC {
-        return Err(Refusal::new(
-            ResponseCode::SystemError,
-            format!("The topic[{topic}] is conflict with system topic."),
-        ));
-    }
+    validate::managed_topic(&topic)?;
     let ctx2 = Arc::clone(ctx);
     let t = topic.clone();
     blocking(move || -> Result<(), Refusal> {
@@ -91,15 +82,21 @@ pub fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand
         RequestCode::UpdateAndCreateTopic => {
             let ext = req.ext();
             let name = ext.req_str("topic")?;
-            let read = ext
-                .get_i32("readQueueNums")?
-                .unwrap_or(ctx.settings.broker.default_topic_queue_nums);
-            let write = ext.get_i32("writeQueueNums")?.unwrap_or(read);
+            validate::managed_topic(name)?;
+            let read = validate::queue_nums(
+                "readQueueNums",
+                ext.get_i32("readQueueNums")?
+                    .unwrap_or(ctx.settings.broker.default_topic_queue_nums),
+            )?;
+            let write = validate::queue_nums(
+                "writeQueueNums",
+                ext.get_i32("writeQueueNums")?.unwrap_or(read),
+            )?;
             let config = TopicConfig {
                 topic_name: name.to_owned(),
                 read_queue_nums: read,
                 write_queue_nums: write,
-                perm: ext.get_i32("perm")?.unwrap_or(PERM_READ | PERM_WRITE),
+                perm: validate::perm(ext.get_i32("perm")?.unwrap_or(PERM_READ | PERM_WRITE))?,
                 topic_filter_type: ext
                     .get_str("topicFilterType")
                     .unwrap_or("SINGLE_TAG")
@@ -124,6 +121,12 @@ pub fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand
                     format!("UPDATE_AND_CREATE_TOPIC_LIST body is not a topicConfigList JSON: {e}"),
                 )
             })?;
+            for t in &list.topic_config_list {
+                validate::managed_topic(&t.topic_name)?;
+                validate::queue_nums("readQueueNums", t.read_queue_nums)?;
+                validate::queue_nums("writeQueueNums", t.write_queue_nums)?;
+                validate::perm(t.perm)?;
+            }
             let count = list.topic_config_list.len();
             ctx.topics
                 .upsert_many(list.topic_config_list)

@@ -13,6 +13,7 @@ pub mod send;
 pub mod send_back;
 pub mod stats;
 pub mod transaction;
+pub mod validate;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -158,6 +159,9 @@ async fn dispatch(
     let Some(code) = RequestCode::from_i32(req.code) else {
         return Some(unsupported(req.code));
     };
+    if let Err(refusal) = validate::request(ctx, code, req) {
+        return Some(refusal.into_response());
+    }
     let result = match code {
         RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
             send::handle(ctx, conn, req).await

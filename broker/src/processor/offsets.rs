@@ -36,6 +36,20 @@ pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingC
         RequestCode::UpdateConsumerOffset => {
             let group = ext.req_str("consumerGroup")?;
             let offset = ext.req_i64("commitOffset")?;
+            // As RocketMQ 5.x: offsets are kept only for topics that exist,
+            // so a client cannot grow the table with made-up names.
+            if ctx.topics.get(&topic).is_none() {
+                return Err(Refusal::new(
+                    ResponseCode::TopicNotExist,
+                    format!("Topic {topic} not exist!"),
+                ));
+            }
+            if offset < 0 {
+                return Err(Refusal::new(
+                    ResponseCode::SystemError,
+                    format!("commitOffset {offset} is negative"),
+                ));
+            }
             ctx.offsets.commit(group, &topic, queue_id, offset);
             Ok(success())
         }

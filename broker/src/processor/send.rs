@@ -7,7 +7,6 @@ use std::sync::Arc;
 use rmq_common::constants::property;
 use rmq_common::message::batch::decode_batch;
 use rmq_common::message::{MessageToStore, Properties};
-use rmq_common::names::validate_topic;
 use rmq_common::remoting::{
     RemotingCommand, RequestCode, ResponseCode, SendMessageRequestHeader, SendMessageResponseHeader,
 };
@@ -27,21 +26,23 @@ pub async fn handle(
     conn: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> Handled {
-    let header = SendMessageRequestHeader::from_ext(&req.ext())?;
-    validate_topic(&header.topic)
-        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
-    let topic = topic_for_send(ctx, &header)?;
+    let mut header = SendMessageRequestHeader::from_ext(&req.ext())?;
+    super::validate::send_topic(&header.topic)?;
+    let dead_letter = to_dead_letter(ctx, &mut header);
+    let topic = topic_for_send(ctx, &header, dead_letter)?;
     let mut queue_id = header.queue_id;
     if queue_id < 0 {
         queue_id = (NEXT_QUEUE.fetch_add(1, Ordering::Relaxed)
             % topic.write_queue_nums.max(1) as u32) as i32;
     }
-    if queue_id >= topic.write_queue_nums {
+    // As RocketMQ: any queue the topic has, readable or writable.
+    let queues = topic.write_queue_nums.max(topic.read_queue_nums);
+    if queue_id >= queues {
         return Err(Refusal::new(
             ResponseCode::SystemError,
             format!(
-                "queueId {queue_id} is illegal: topic {} has {} write queues",
-                header.topic, topic.write_queue_nums
+                "request queueId[{queue_id}] is illegal: topic {} has {queues} queues",
+                header.topic
             ),
         ));
     }
@@ -66,6 +67,11 @@ pub async fn handle(
                 .map(str::to_owned)
         })
         .flatten();
+    let mut properties = properties;
+    if dead_letter {
+        // A dead letter is not delayed again.
+        properties.remove(property::DELAY_TIME_LEVEL);
+    }
     let template = MessageToStore {
         topic: header.topic.clone(),
         queue_id,
@@ -119,6 +125,10 @@ pub async fn handle(
     } else {
         messages
     };
+    for m in &messages {
+        crate::store::headroom::check(&ctx.store, m)
+            .map_err(|e| Refusal::new(ResponseCode::MessageIllegal, e.to_string()))?;
+    }
     // No hand-off to a blocking thread: the append is a copy under the put
     // lock, and a SYNC_FLUSH wait is a future the group commit completes.
     let result = ctx.store.put_async(&messages).await?;
@@ -149,10 +159,44 @@ pub async fn handle(
     Ok(resp)
 }
 
+/// A send to a group's retry topic whose reconsume count reached the
+/// group's limit goes to the group's dead-letter topic instead, as
+/// RocketMQ's send processor does (a client that could not send a message
+/// back sends it to `%RETRY%<group>` itself). True when rerouted.
+fn to_dead_letter(ctx: &BrokerContext, header: &mut SendMessageRequestHeader) -> bool {
+    let Some(group) = header
+        .topic
+        .strip_prefix(rmq_common::constants::RETRY_GROUP_TOPIC_PREFIX)
+    else {
+        return false;
+    };
+    let max = header.max_reconsume_times.unwrap_or_else(|| {
+        ctx.groups
+            .get(group)
+            .map_or(ctx.settings.broker.max_reconsume_times, |g| {
+                g.retry_max_times
+            })
+    });
+    if header.reconsume_times < max {
+        return false;
+    }
+    let dlq = format!("{}{group}", rmq_common::constants::DLQ_GROUP_TOPIC_PREFIX);
+    tracing::info!(
+        group,
+        reconsume_times = header.reconsume_times,
+        max_reconsume_times = max,
+        "message sent to the retry topic moved to the dead-letter topic"
+    );
+    header.topic = dlq;
+    header.queue_id = 0;
+    true
+}
+
 /// The topic to store into, created on first send when allowed.
 fn topic_for_send(
     ctx: &BrokerContext,
     header: &SendMessageRequestHeader,
+    dead_letter: bool,
 ) -> Result<rmq_common::remoting::body::TopicConfig, Refusal> {
     if let Some(t) = ctx.topics.get(&header.topic) {
         if !t.writable() {
@@ -163,18 +207,40 @@ fn topic_for_send(
         }
         return Ok(t);
     }
-    let retry = header
+    let retry_or_dlq = header
         .topic
-        .starts_with(rmq_common::constants::RETRY_GROUP_TOPIC_PREFIX);
-    if !ctx.settings.broker.auto_create_topic_enable && !retry {
+        .starts_with(rmq_common::constants::RETRY_GROUP_TOPIC_PREFIX)
+        || header
+            .topic
+            .starts_with(rmq_common::constants::DLQ_GROUP_TOPIC_PREFIX);
+    // A client may send to a dead-letter topic that exists (an operator
+    // re-driving messages), but only its group's retries create one.
+    if header
+        .topic
+        .starts_with(rmq_common::constants::DLQ_GROUP_TOPIC_PREFIX)
+        && !dead_letter
+    {
+        return Err(Refusal::new(
+            ResponseCode::TopicNotExist,
+            format!(
+                "topic[{}] not exist: dead-letter topics are created by their group's retries",
+                header.topic
+            ),
+        ));
+    }
+    if !ctx.settings.broker.auto_create_topic_enable && !retry_or_dlq {
         return Err(Refusal::new(
             ResponseCode::TopicNotExist,
             format!("topic[{}] not exist, apply first please!", header.topic),
         ));
     }
-    let queues = header
-        .default_topic_queue_nums
-        .clamp(1, ctx.settings.broker.default_topic_queue_nums);
+    let queues = if retry_or_dlq {
+        1
+    } else {
+        header
+            .default_topic_queue_nums
+            .clamp(1, ctx.settings.broker.default_topic_queue_nums)
+    };
     let (config, created) = ctx
         .topics
         .get_or_create(&header.topic, queues)

@@ -195,6 +195,26 @@ pub fn store_timestamp_pos(sys_flag: i32) -> usize {
         }
 }
 
+/// The size of the record [`encode_record`] would make of `msg`, without
+/// copying its body.
+pub fn encoded_len(msg: &MessageToStore) -> Result<usize, RecordError> {
+    let props = msg.properties.encode()?;
+    if props.len() > MAX_PROPERTIES_LEN {
+        return Err(RecordError::PropertiesTooLong { len: props.len() });
+    }
+    if msg.topic.len() > MAX_TOPIC_LEN {
+        return Err(RecordError::TopicTooLong {
+            len: msg.topic.len(),
+        });
+    }
+    Ok(FIXED_LEN
+        + host_len(&msg.born_host)
+        + host_len(&msg.store_host)
+        + msg.body.len()
+        + msg.topic.len()
+        + props.len())
+}
+
 /// Encodes `msg` into a complete record. The queue offset, physical offset
 /// and store timestamp come from `header`; [`patch_header`] rewrites them in
 /// place once the record's position is known.

@@ -229,3 +229,25 @@ mod prop {
         }
     }
 }
+
+#[test]
+fn encoded_len_is_the_length_encode_produces() {
+    let mut m = sample();
+    let zero = RecordHeader {
+        queue_offset: 0,
+        physical_offset: 0,
+        store_timestamp: 0,
+    };
+    assert_eq!(
+        encoded_len(&m).unwrap(),
+        encode_record(&m, zero).unwrap().len()
+    );
+    m.born_host = "[::1]:10911".parse().unwrap();
+    m.properties.insert("REAL_TOPIC", "x".repeat(300));
+    assert_eq!(
+        encoded_len(&m).unwrap(),
+        encode_record(&m, zero).unwrap().len()
+    );
+    m.topic = "t".repeat(300);
+    assert!(encoded_len(&m).is_err());
+}

@@ -1,0 +1,192 @@
+//! The rules every name and number a client sends must pass, in one place,
+//! so that each request code checks them the same way before its processor
+//! runs: topic and group names in the header, queue ids against the topic,
+//! and the system topics that only the broker may write or manage.
+//!
+//! The remarks are the ones Apache RocketMQ's `TopicValidator` answers with,
+//! so clients and tools that match on them keep working.
+
+use rmq_common::names::{is_not_allowed_send_topic, is_system_topic, validate_group};
+use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
+
+use super::Refusal;
+use crate::context::BrokerContext;
+
+/// Most queues a topic may have (read or write). RocketMQ sets no limit;
+/// one keeps a typing slip or a hostile admin request from announcing
+/// billions of queues to every client through the NameServer.
+pub const MAX_QUEUE_NUMS: i32 = 16_384;
+
+/// Header fields that name a consumer or producer group.
+const GROUP_FIELDS: [&str; 3] = ["consumerGroup", "producerGroup", "group"];
+
+/// A topic name as RocketMQ's `TopicValidator.validateTopic` checks it.
+pub fn topic(name: &str) -> Result<(), Refusal> {
+    use rmq_common::names::NameError;
+    rmq_common::names::validate_topic(name).map_err(|e| {
+        let remark = match e {
+            NameError::Empty { .. } => "The specified topic is blank.".to_owned(),
+            NameError::IllegalCharacter { .. } => {
+                "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+                    .to_owned()
+            }
+            NameError::TooLong { len, max, .. } => {
+                format!("The specified topic is longer than topic max length ({len} > {max}).")
+            }
+        };
+        Refusal::new(ResponseCode::SystemError, remark)
+    })
+}
+
+/// A topic a client creates, updates or deletes: a legal name that is not
+/// one of the broker's own.
+pub fn managed_topic(name: &str) -> Result<(), Refusal> {
+    topic(name)?;
+    if is_system_topic(name) {
+        return Err(Refusal::new(
+            ResponseCode::SystemError,
+            format!("The topic[{name}] is conflict with system topic."),
+        ));
+    }
+    Ok(())
+}
+
+/// A topic a client sends to: a legal name that only the broker writes is
+/// refused as RocketMQ refuses it (NO_PERMISSION).
+pub fn send_topic(name: &str) -> Result<(), Refusal> {
+    topic(name)?;
+    if is_not_allowed_send_topic(name) {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!("Sending message to topic[{name}] is forbidden."),
+        ));
+    }
+    Ok(())
+}
+
+/// A group name.
+pub fn group(name: &str) -> Result<(), Refusal> {
+    validate_group(name).map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))
+}
+
+/// A topic's read or write queue count.
+pub fn queue_nums(what: &str, n: i32) -> Result<i32, Refusal> {
+    if !(1..=MAX_QUEUE_NUMS).contains(&n) {
+        return Err(Refusal::new(
+            ResponseCode::SystemError,
+            format!("{what} {n} is illegal: a topic has 1 to {MAX_QUEUE_NUMS} queues"),
+        ));
+    }
+    Ok(n)
+}
+
+/// A topic's permission bits (PRIORITY 8 | READ 4 | WRITE 2 | INHERIT 1).
+pub fn perm(n: i32) -> Result<i32, Refusal> {
+    if !(0..=15).contains(&n) {
+        return Err(Refusal::new(
+            ResponseCode::SystemError,
+            format!("perm {n} is illegal: it is a combination of 8, 4, 2 and 1"),
+        ));
+    }
+    Ok(n)
+}
+
+/// A queue id of a request that reads or tracks a queue: not negative and,
+/// when the topic is in the table, one of its queues.
+pub fn queue_of(ctx: &BrokerContext, topic: &str, queue_id: i32) -> Result<(), Refusal> {
+    if queue_id < 0 {
+        return Err(Refusal::new(
+            ResponseCode::SystemError,
+            format!("queueId[{queue_id}] is illegal, topic:[{topic}]"),
+        ));
+    }
+    if let Some(config) = ctx.topics.get(topic) {
+        let queues = config.read_queue_nums.max(config.write_queue_nums);
+        if queue_id >= queues {
+            return Err(Refusal::new(
+                ResponseCode::SystemError,
+                format!("queueId[{queue_id}] is illegal, topic:[{topic}] has {queues} queues"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The header checks every request passes before its processor runs: each
+/// field that names a topic or a group follows the naming rules, and a
+/// queue id is one of the topic's queues. Empty optional fields are left
+/// to the processors, which know whether they are required.
+pub fn request(
+    ctx: &BrokerContext,
+    code: RequestCode,
+    req: &RemotingCommand,
+) -> Result<(), Refusal> {
+    let ext = req.ext();
+    let topic_name = ext.get_str("topic").filter(|t| !t.is_empty());
+    if let Some(t) = topic_name {
+        topic(t)?;
+    }
+    for field in GROUP_FIELDS {
+        if let Some(g) = ext.get_str(field).filter(|g| !g.is_empty()) {
+            group(g)?;
+        }
+    }
+    let sends = matches!(
+        code,
+        RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage
+    );
+    // A send may leave the queue to the broker (-1); the send processor
+    // checks the rest against the topic it may create.
+    if !sends {
+        if let (Some(t), Some(q)) = (topic_name, ext.get_i32("queueId")?) {
+            queue_of(ctx, t, q)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn remark(r: Result<(), Refusal>) -> String {
+        r.err().map(|r| r.remark).unwrap_or_default()
+    }
+
+    #[test]
+    fn java_remarks_for_bad_topics() {
+        assert_eq!(remark(topic("")), "The specified topic is blank.");
+        assert!(remark(topic("a b")).contains("illegal characters"));
+        assert!(remark(topic(&"t".repeat(128))).contains("longer than topic max length"));
+        assert!(topic("TopicTest").is_ok());
+    }
+
+    #[test]
+    fn system_topics_are_refused_where_java_refuses_them() {
+        let r = send_topic("SCHEDULE_TOPIC_XXXX").unwrap_err();
+        assert_eq!(r.code, ResponseCode::NoPermission);
+        assert_eq!(
+            r.remark,
+            "Sending message to topic[SCHEDULE_TOPIC_XXXX] is forbidden."
+        );
+        assert!(send_topic("RMQ_SYS_TRACE_TOPIC").is_ok());
+        assert!(send_topic("%RETRY%g").is_ok());
+        let r = managed_topic("RMQ_SYS_TRANS_HALF_TOPIC").unwrap_err();
+        assert_eq!(r.code, ResponseCode::SystemError);
+        assert!(r.remark.contains("conflict with system topic"));
+        assert!(managed_topic("rmq_sys_anything").is_err());
+        assert!(managed_topic("TBW102").is_err());
+        assert!(managed_topic("Orders").is_ok());
+    }
+
+    #[test]
+    fn counts_and_perms() {
+        assert!(queue_nums("readQueueNums", 0).is_err());
+        assert!(queue_nums("readQueueNums", -1).is_err());
+        assert!(queue_nums("readQueueNums", MAX_QUEUE_NUMS + 1).is_err());
+        assert_eq!(queue_nums("writeQueueNums", 8).ok(), Some(8));
+        assert!(perm(6).is_ok());
+        assert!(perm(16).is_err());
+        assert!(perm(-1).is_err());
+    }
+}
