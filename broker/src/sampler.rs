@@ -143,6 +143,10 @@ impl Sampler {
         self.gauge(names::TRANSACTION_HALF_PENDING, tx.pending_halves() as f64);
         metrics::counter!(names::TRANSACTION_CHECKS_TOTAL, self.labels.clone())
             .absolute(tx.checks_sent());
+        for (service, n) in [("schedule", s.poisoned()), ("transaction", tx.poisoned())] {
+            let labels = self.with(&[("service", service.into())]);
+            metrics::counter!(names::POISON_MESSAGES_TOTAL, labels).absolute(n);
+        }
         self.gauge(
             names::CONNECTIONS,
             self.ctx.connections.load(Ordering::Relaxed) as f64,

@@ -76,6 +76,10 @@ pub mod names {
     pub const TRANSACTION_CHECKS_TOTAL: &str = "rmq_transaction_checks_total";
     /// Client connections open.
     pub const CONNECTIONS: &str = "rmq_connections";
+    /// Stored messages a service passed over because it can never write
+    /// them again (label `service`: schedule, transaction); each is
+    /// described in `<storePathRootDir>/poison/<service>.jsonl`.
+    pub const POISON_MESSAGES_TOTAL: &str = "rmq_poison_messages_total";
     /// Used fraction of the store's file system.
     pub const STORE_DISK_USED_RATIO: &str = "rmq_store_disk_used_ratio";
     /// Open file descriptors of the process.

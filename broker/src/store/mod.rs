@@ -8,6 +8,7 @@ mod delay;
 mod factory;
 mod filter;
 mod get;
+pub mod headroom;
 mod lookup;
 mod open;
 mod put;
@@ -19,7 +20,7 @@ pub use factory::open_consume_queue_store;
 pub use filter::{MessageFilter, SubscriptionFilter, TagFilter};
 pub use get::{GetMessageResult, GetRequest, GetStatus, DEFAULT_MAX_BYTES};
 pub use open::StartupReport;
-pub use put::{PutMessageResult, PutStatus};
+pub use put::{is_permanent, PutMessageResult, PutStatus};
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;

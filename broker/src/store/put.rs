@@ -12,6 +12,16 @@ use rmq_store_file::StoreError;
 use super::delay::schedule_rewrite;
 use super::MessageStore;
 
+/// Whether a put failed because of the message itself (it can never be
+/// stored as it is) rather than the store's state (full, refusing writes,
+/// slow to flush), which may pass.
+pub fn is_permanent(e: &StoreError) -> bool {
+    matches!(
+        e,
+        StoreError::MessageIllegal { .. } | StoreError::IllegalName(_) | StoreError::Encode(_)
+    )
+}
+
 /// How a stored message stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PutStatus {

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use rmq_broker::service::schedule::{DeliverySink, PassEnd, Scheduler};
+use rmq_broker::service::schedule::{DeliverySink, PassEnd, PutFailure, Scheduler};
 use rmq_broker::store::{GetRequest, GetStatus, TagFilter};
 use rmq_broker::MessageStore;
 use rmq_common::config::CqBackend;
@@ -293,7 +293,7 @@ struct FlakySink {
 }
 
 impl DeliverySink for FlakySink {
-    fn put(&self, msg: &MessageToStore) -> Result<(), String> {
+    fn put(&self, msg: &MessageToStore) -> Result<(), PutFailure> {
         self.attempts.fetch_add(1, Ordering::SeqCst);
         if self.failing.load(Ordering::SeqCst) {
             return Err("injected put failure".into());

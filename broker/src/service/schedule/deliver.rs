@@ -1,24 +1,49 @@
 //! Turning a due schedule-topic record back into the message its producer
 //! sent, and the put it goes through.
 
-use rmq_common::constants::{property, TRANS_HALF_TOPIC};
+use rmq_common::constants::property;
 use rmq_common::message::record::RecordView;
 use rmq_common::message::MessageToStore;
+use rmq_common::names::{is_not_allowed_send_topic, validate_topic};
 
 use crate::store::MessageStore;
+
+/// Why a delivery's put stored nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct PutFailure {
+    /// The message can never be stored as it is (illegal, too large): it
+    /// is passed over. Otherwise (disk full, store refusing writes, ...)
+    /// it is tried again later.
+    pub permanent: bool,
+    /// What failed.
+    pub reason: String,
+}
+
+impl From<&str> for PutFailure {
+    /// A transient failure.
+    fn from(reason: &str) -> Self {
+        Self {
+            permanent: false,
+            reason: reason.to_owned(),
+        }
+    }
+}
 
 /// Where delivered messages are put: the store's normal put path, or a
 /// test double that fails on demand.
 pub trait DeliverySink: Send + Sync + std::fmt::Debug {
-    /// Stores `msg`; an error means nothing was stored and the entry must
-    /// be tried again later.
-    fn put(&self, msg: &MessageToStore) -> Result<(), String>;
+    /// Stores `msg`; an error means nothing was stored.
+    fn put(&self, msg: &MessageToStore) -> Result<(), PutFailure>;
 }
 
 impl DeliverySink for MessageStore {
-    fn put(&self, msg: &MessageToStore) -> Result<(), String> {
+    fn put(&self, msg: &MessageToStore) -> Result<(), PutFailure> {
         // FLUSH_DISK_TIMEOUT still means stored: retrying would duplicate.
-        self.put_message(msg).map(|_| ()).map_err(|e| e.to_string())
+        self.put_message(msg).map(|_| ()).map_err(|e| PutFailure {
+            permanent: crate::store::is_permanent(&e),
+            reason: e.to_string(),
+        })
     }
 }
 
@@ -36,9 +61,17 @@ pub enum Undeliverable {
         /// Which property.
         what: &'static str,
     },
-    /// RocketMQ never delivers a delayed message into the half topic.
-    #[error("record at {0} targets the transaction half topic")]
-    HalfTopic(i64),
+    /// REAL_TOPIC is not a topic a client could send to (an illegal name,
+    /// or one of the topics only the broker writes).
+    #[error("record at {offset} targets topic {topic:?}, which cannot be written: {why}")]
+    IllegalTarget {
+        /// CommitLog offset of the record.
+        offset: i64,
+        /// The REAL_TOPIC.
+        topic: String,
+        /// Which rule it breaks.
+        why: String,
+    },
 }
 
 /// The message to put for the schedule record `view`: its real topic and
@@ -65,8 +98,19 @@ pub fn restore(view: &RecordView<'_>) -> Result<MessageToStore, Undeliverable> {
             offset,
             what: property::REAL_QUEUE_ID,
         })?;
-    if topic == TRANS_HALF_TOPIC {
-        return Err(Undeliverable::HalfTopic(offset));
+    if let Err(e) = validate_topic(&topic) {
+        return Err(Undeliverable::IllegalTarget {
+            offset,
+            topic,
+            why: e.to_string(),
+        });
+    }
+    if is_not_allowed_send_topic(&topic) {
+        return Err(Undeliverable::IllegalTarget {
+            offset,
+            topic,
+            why: "only the broker writes it".into(),
+        });
     }
     msg.properties.remove(property::DELAY_TIME_LEVEL);
     msg.properties.insert(

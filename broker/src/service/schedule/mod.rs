@@ -17,19 +17,22 @@ mod deliver;
 pub(crate) mod offsets;
 mod runner;
 
-pub use deliver::{restore, DeliverySink, Undeliverable};
+pub use deliver::{restore, DeliverySink, PutFailure, Undeliverable};
 pub use offsets::DelayOffsetTable;
 pub use runner::ScheduleService;
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use rmq_common::constants::SCHEDULE_TOPIC;
 use rmq_common::cq::{CqError, CqUnit};
+use rmq_common::message::encode_offset_msg_id;
 use rmq_common::message::record::RecordView;
 use rmq_common::DelayLevels;
 use rmq_store_file::StoreError;
 
 use crate::error::{MetaError, ServiceError};
+use crate::service::poison::{PoisonEntry, PoisonLog};
 
 use crate::store::MessageStore;
 
@@ -38,8 +41,11 @@ use crate::store::MessageStore;
 pub const MAX_ENTRIES_PER_PASS: usize = 1024;
 /// Units read from the consume queue at a time.
 const READ_BATCH: usize = 32;
-/// How long a level waits before trying an entry whose put failed again.
+/// How long a level waits before trying an entry whose put failed again;
+/// each further failure in a row doubles it, up to [`PUT_RETRY_MAX_DELAY_MS`].
 pub const PUT_RETRY_DELAY_MS: i64 = 1_000;
+/// Longest wait between tries of an entry whose put keeps failing.
+pub const PUT_RETRY_MAX_DELAY_MS: i64 = 30_000;
 
 /// Why a level's pass ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +71,8 @@ pub enum PassEnd {
 pub struct LevelPass {
     /// Entries put back into their real topics.
     pub delivered: usize,
-    /// Entries that could not be delivered at all (logged and passed over).
+    /// Entries that can never be delivered (passed over, recorded in the
+    /// poison record).
     pub skipped: usize,
     /// Why the pass stopped.
     pub ended: PassEnd,
@@ -78,6 +85,9 @@ pub struct Scheduler {
     sink: Arc<dyn DeliverySink>,
     levels: DelayLevels,
     offsets: DelayOffsetTable,
+    poison: PoisonLog,
+    /// Failed puts in a row, per level (index level - 1), for the back-off.
+    failures: Vec<AtomicU32>,
 }
 
 impl Scheduler {
@@ -91,11 +101,15 @@ impl Scheduler {
         let levels = store.delay_levels().clone();
         let offsets =
             DelayOffsetTable::open(&store.config().store_path_root_dir, levels.max_level())?;
+        let poison = PoisonLog::new(&store.config().store_path_root_dir, "schedule");
+        let failures = (0..levels.max_level()).map(|_| AtomicU32::new(0)).collect();
         let scheduler = Self {
             store,
             sink,
             levels,
             offsets,
+            poison,
+            failures,
         };
         for (level, _) in scheduler.levels.iter() {
             scheduler.clamp_offset(level)?;
@@ -143,6 +157,17 @@ impl Scheduler {
             .max_offset_in_queue(SCHEDULE_TOPIC, DelayLevels::queue_id(level))
             .unwrap_or(0);
         (max - self.offsets.get(level)).max(0)
+    }
+
+    /// Entries passed over since start because they can never be delivered.
+    pub fn poisoned(&self) -> u64 {
+        self.poison.count()
+    }
+
+    fn failures(&self, level: i32) -> Option<&AtomicU32> {
+        usize::try_from(level - 1)
+            .ok()
+            .and_then(|i| self.failures.get(i))
     }
 
     /// Persists the progress table.
@@ -201,17 +226,31 @@ impl Scheduler {
                     return Ok(out);
                 }
                 match self.deliver(unit) {
-                    Delivery::Done => out.delivered += 1,
-                    Delivery::Skipped(why) => {
-                        tracing::error!(level, queue_offset = unit.queue_offset, reason = %why,
-                            "delayed message cannot be delivered; passed over");
+                    Delivery::Done => {
+                        out.delivered += 1;
+                        if let Some(f) = self.failures(level) {
+                            f.store(0, Ordering::Relaxed);
+                        }
+                    }
+                    Delivery::Skipped(poison) => {
+                        self.poison.record(&PoisonEntry {
+                            time_ms: now,
+                            queue: format!("{SCHEDULE_TOPIC}:{queue}"),
+                            queue_offset: unit.queue_offset,
+                            ..poison
+                        });
                         out.skipped += 1;
                     }
                     Delivery::Failed(why) => {
+                        let failed = self
+                            .failures(level)
+                            .map_or(1, |f| f.fetch_add(1, Ordering::Relaxed) + 1);
+                        let wait = retry_delay_ms(failed);
                         tracing::warn!(level, queue_offset = unit.queue_offset, reason = %why,
-                            retry_in_ms = PUT_RETRY_DELAY_MS, "delivering a delayed message failed; will retry it");
+                            failed_in_a_row = failed, retry_in_ms = wait,
+                            "delivering a delayed message failed; will retry it");
                         out.ended = PassEnd::PutFailed {
-                            retry_at_ms: now + PUT_RETRY_DELAY_MS,
+                            retry_at_ms: now + wait,
                         };
                         return Ok(out);
                     }
@@ -227,28 +266,60 @@ impl Scheduler {
     }
 
     fn deliver(&self, unit: &CqUnit) -> Delivery {
+        let poison = |reason: String, msg_id: Option<String>, target: Option<String>| {
+            Delivery::Skipped(PoisonEntry {
+                time_ms: 0,
+                commit_log_offset: unit.phy_offset,
+                offset_msg_id: msg_id,
+                queue: String::new(),
+                queue_offset: unit.queue_offset,
+                target_topic: target,
+                reason,
+            })
+        };
         let Some(sel) = self.store.record_at(unit.phy_offset) else {
-            return Delivery::Skipped(Undeliverable::Gone(unit.phy_offset).to_string());
+            return poison(Undeliverable::Gone(unit.phy_offset).to_string(), None, None);
         };
         let view = match RecordView::parse(sel.bytes(), false) {
             Ok(v) => v,
-            Err(e) => return Delivery::Skipped(format!("record at {}: {e}", unit.phy_offset)),
+            Err(e) => return poison(format!("record at {}: {e}", unit.phy_offset), None, None),
         };
+        let msg_id = Some(encode_offset_msg_id(
+            view.store_host(),
+            view.physical_offset(),
+        ));
         let msg = match restore(&view) {
             Ok(m) => m,
-            Err(e) => return Delivery::Skipped(e.to_string()),
+            Err(e) => {
+                let target = view
+                    .property(rmq_common::constants::property::REAL_TOPIC)
+                    .map(|t| t.into_owned());
+                return poison(e.to_string(), msg_id, target);
+            }
         };
         match self.sink.put(&msg) {
             Ok(()) => Delivery::Done,
-            Err(e) => Delivery::Failed(e),
+            Err(e) if e.permanent => poison(e.reason, msg_id, Some(msg.topic)),
+            Err(e) => Delivery::Failed(e.reason),
         }
     }
 }
 
 enum Delivery {
     Done,
-    Skipped(String),
+    /// Can never be delivered: the entry to record (time and queue are
+    /// filled in by the pass).
+    Skipped(PoisonEntry),
+    /// Failed for now; tried again after a back-off.
     Failed(String),
+}
+
+/// The back-off after `failed` puts in a row.
+fn retry_delay_ms(failed: u32) -> i64 {
+    let doublings = failed.saturating_sub(1).min(16);
+    PUT_RETRY_DELAY_MS
+        .saturating_mul(1 << doublings)
+        .min(PUT_RETRY_MAX_DELAY_MS)
 }
 
 /// A due time further ahead than the level's whole delay can only come from
@@ -271,6 +342,15 @@ fn corrected_due(due_ms: i64, now_ms: i64, delay_ms: i64, level: i32) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failed_puts_back_off_up_to_a_bound() {
+        assert_eq!(retry_delay_ms(1), PUT_RETRY_DELAY_MS);
+        assert_eq!(retry_delay_ms(2), 2 * PUT_RETRY_DELAY_MS);
+        assert_eq!(retry_delay_ms(3), 4 * PUT_RETRY_DELAY_MS);
+        assert_eq!(retry_delay_ms(40), PUT_RETRY_MAX_DELAY_MS);
+        assert_eq!(retry_delay_ms(u32::MAX), PUT_RETRY_MAX_DELAY_MS);
+    }
 
     #[test]
     fn due_times_beyond_the_delay_are_delivered_now() {

@@ -41,6 +41,7 @@ use rmq_store_file::StoreError;
 use crate::error::{MetaError, ServiceError};
 
 use crate::meta::ConsumerOffsetManager;
+use crate::service::poison::{PoisonEntry, PoisonLog};
 use crate::store::MessageStore;
 
 /// The system consumer group whose offsets hold the walk's progress.
@@ -129,6 +130,8 @@ pub struct CheckPass {
     pub moved: usize,
     /// Halves found resolved and passed.
     pub resolved: usize,
+    /// Halves still within their own check immunity, put back at the tail.
+    pub deferred: usize,
 }
 
 /// The transaction state of one store.
@@ -139,6 +142,7 @@ pub struct Transactions {
     settings: TxSettings,
     state: Mutex<TxState>,
     checks_sent: AtomicU64,
+    poison: PoisonLog,
 }
 
 fn unit_record(store: &MessageStore, unit: &CqUnit) -> Option<Vec<u8>> {
@@ -164,11 +168,12 @@ impl Transactions {
             .unwrap_or(op_min)
             .max(op_min);
         let tx = Self {
-            store,
             offsets,
             settings,
+            poison: PoisonLog::new(&store.config().store_path_root_dir, "transaction"),
             state: Mutex::new(TxState::new(half, op)),
             checks_sent: AtomicU64::new(0),
+            store,
         };
         {
             let mut state = tx.state.lock();
@@ -348,7 +353,7 @@ impl Transactions {
             }
             let mut units = Vec::with_capacity(READ_BATCH);
             'walk: while state.half_progress < max
-                && out.checked + out.moved + out.resolved < MAX_HALVES_PER_PASS
+                && out.checked + out.moved + out.resolved + out.deferred < MAX_HALVES_PER_PASS
             {
                 units.clear();
                 self.store
@@ -387,11 +392,27 @@ impl Transactions {
                         .property(property::TRANSACTION_CHECK_TIMES)
                         .and_then(|t| t.parse().ok())
                         .unwrap_or(0);
+                    let poison = |reason: String| PoisonEntry {
+                        time_ms: self.store.clock().now_ms(),
+                        commit_log_offset: view.physical_offset(),
+                        offset_msg_id: Some(encode_offset_msg_id(
+                            view.store_host(),
+                            view.physical_offset(),
+                        )),
+                        queue: format!("{TRANS_HALF_TOPIC}:0"),
+                        queue_offset: o,
+                        target_topic: view.property(property::REAL_TOPIC).map(|t| t.into_owned()),
+                        reason,
+                    };
                     if times >= self.settings.check_max {
                         let mut m = view.to_message();
                         m.topic = TRANS_CHECK_MAX_TIME_TOPIC.to_owned();
                         m.queue_id = 0;
-                        self.store.put_message(&m)?;
+                        if let Err(reason) = self.put_unless_permanent(&m)? {
+                            self.poison.record(&poison(format!(
+                                "moving it to {TRANS_CHECK_MAX_TIME_TOPIC} failed: {reason}"
+                            )));
+                        }
                         self.write_op(&mut state, o, uniq.as_deref(), store_host)?;
                         tracing::warn!(
                             half_offset = o,
@@ -404,42 +425,86 @@ impl Transactions {
                         state.advance_half(o + 1);
                         continue;
                     }
+                    let now = self.store.clock().now_ms();
                     let immunity_ms = view
                         .property(property::CHECK_IMMUNITY_TIME_IN_SECONDS)
                         .and_then(|s| s.parse::<i64>().ok())
                         .filter(|s| *s > 0)
-                        .map_or(self.settings.timeout_ms, |s| s.saturating_mul(1000));
-                    let age = self.store.clock().now_ms() - view.store_timestamp();
-                    if age < immunity_ms {
-                        // Halves are appended in time order: the rest are
-                        // younger still.
-                        break 'walk;
-                    }
-                    let mut copy = view.to_message();
+                        .map(|s| s.saturating_mul(1000));
+                    let to_check = match immunity_ms {
+                        // A producer's own immunity is counted from its
+                        // born time (copies keep it) and differs per half:
+                        // as RocketMQ does, a half still immune goes back
+                        // to the tail of the queue and the walk goes on, so
+                        // one long immunity never holds up the halves
+                        // behind it. A born time in the future is checked.
+                        Some(immunity) => {
+                            let age = now - view.born_timestamp();
+                            if (0..immunity).contains(&age) {
+                                match self.put_unless_permanent(&view.to_message())? {
+                                    Ok(_) => {
+                                        out.deferred += 1;
+                                        state.advance_half(o + 1);
+                                        continue;
+                                    }
+                                    Err(reason) => {
+                                        self.poison.record(&poison(format!(
+                                            "putting the immune half back failed ({reason}); \
+                                             checked now instead"
+                                        )));
+                                    }
+                                }
+                            }
+                            Some(view.to_message())
+                        }
+                        None => {
+                            let age = now - view.store_timestamp();
+                            if age < self.settings.timeout_ms {
+                                // Halves are appended in time order: the
+                                // rest are younger still.
+                                break 'walk;
+                            }
+                            None
+                        }
+                    };
+                    let mut copy = to_check.unwrap_or_else(|| view.to_message());
                     copy.properties
                         .insert(property::TRANSACTION_CHECK_TIMES, (times + 1).to_string());
-                    let r = self.store.put_message(&copy)?;
-                    if let Some(a) = r.appended.first() {
-                        let group = view
-                            .property(property::PRODUCER_GROUP)
-                            .unwrap_or_default()
-                            .into_owned();
-                        let tx_id = view
-                            .property(property::TRANSACTION_ID)
-                            .map(|t| t.into_owned())
-                            .or_else(|| uniq.clone());
-                        checks.push((
-                            group,
-                            CheckTransactionStateRequestHeader {
-                                tran_state_table_offset: a.queue_offset,
-                                commit_log_offset: a.phy_offset,
-                                msg_id: uniq.clone(),
-                                transaction_id: tx_id,
-                                offset_msg_id: Some(a.msg_id.clone()),
-                            },
-                            a.phy_offset,
-                        ));
-                    }
+                    let group = view
+                        .property(property::PRODUCER_GROUP)
+                        .unwrap_or_default()
+                        .into_owned();
+                    let tx_id = view
+                        .property(property::TRANSACTION_ID)
+                        .map(|t| t.into_owned())
+                        .or_else(|| uniq.clone());
+                    // The check names the copy; when the copy can never be
+                    // stored, the half itself (the producer's answer
+                    // resolves it all the same), and the walk goes on.
+                    let (queue_offset, phy, msg_id) = match self.put_unless_permanent(&copy)? {
+                        Ok(a) => (a.queue_offset, a.phy_offset, a.msg_id),
+                        Err(reason) => {
+                            self.poison.record(&poison(format!(
+                                "the check copy cannot be stored ({reason}); checked in place"
+                            )));
+                            (
+                                o,
+                                view.physical_offset(),
+                                encode_offset_msg_id(view.store_host(), view.physical_offset()),
+                            )
+                        }
+                    };
+                    checks.push((
+                        group,
+                        CheckTransactionStateRequestHeader {
+                            tran_state_table_offset: queue_offset,
+                            commit_log_offset: phy,
+                            msg_id: uniq.clone(),
+                            transaction_id: tx_id,
+                            offset_msg_id: Some(msg_id),
+                        },
+                        phy,
+                    ));
                     out.checked += 1;
                     state.advance_half(o + 1);
                 }
@@ -490,6 +555,29 @@ impl Transactions {
             .unwrap_or(0);
         let resolved = i64::try_from(state.resolved_pending()).unwrap_or(i64::MAX);
         (max - state.half_progress - resolved).max(0)
+    }
+
+    /// Halves passed over since start because a copy could never be stored.
+    pub fn poisoned(&self) -> u64 {
+        self.poison.count()
+    }
+
+    /// Puts a message the walk writes; `Ok(Err(reason))` when it can never
+    /// be stored (the caller passes it over), `Err` when the store failed
+    /// for now (the pass ends and the next one tries again).
+    fn put_unless_permanent(
+        &self,
+        msg: &MessageToStore,
+    ) -> Result<Result<AppendResult, String>, StoreError> {
+        match self.store.put_message(msg) {
+            Ok(r) => Ok(r
+                .appended
+                .into_iter()
+                .next()
+                .ok_or_else(|| "nothing was stored".into())),
+            Err(e) if crate::store::is_permanent(&e) => Ok(Err(e.to_string())),
+            Err(e) => Err(e),
+        }
     }
 
     /// Check-back requests sent since start.
