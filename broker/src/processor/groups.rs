@@ -31,6 +31,9 @@ pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingC
             })?;
             validate_group(&config.group_name)
                 .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+            if config.retry_queue_nums != 0 {
+                super::validate::queue_nums("retryQueueNums", config.retry_queue_nums)?;
+            }
             let name = config.group_name.clone();
             let groups = Arc::clone(&ctx.groups);
             blocking(move || groups.upsert(config)).await??;

@@ -18,6 +18,11 @@ pub fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand
                 format!("lock body is not valid: {e}"),
             )
         })?;
+    super::validate::group(&body.consumer_group)?;
+    for mq in &body.mq_set {
+        super::validate::topic(&mq.topic)?;
+        super::validate::queue_of(ctx, &mq.topic, mq.queue_id)?;
+    }
     match code {
         RequestCode::LockBatchMq => {
             let ok = ctx.locks.lock(

@@ -18,7 +18,7 @@ use crate::context::BrokerContext;
 pub const MAX_QUEUE_NUMS: i32 = 16_384;
 
 /// Header fields that name a consumer or producer group.
-const GROUP_FIELDS: [&str; 3] = ["consumerGroup", "producerGroup", "group"];
+const GROUP_FIELDS: [&str; 4] = ["consumerGroup", "producerGroup", "group", "groupName"];
 
 /// A topic name as RocketMQ's `TopicValidator.validateTopic` checks it.
 pub fn topic(name: &str) -> Result<(), Refusal> {

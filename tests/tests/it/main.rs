@@ -9,6 +9,7 @@ mod broker_server;
 mod cq_conformance;
 mod cq_model;
 mod disk_full;
+mod hostile_fuzz;
 mod hostile_memory;
 mod hostile_poison;
 mod hostile_stall;
