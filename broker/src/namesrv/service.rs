@@ -104,13 +104,13 @@ impl NameServer {
 /// hostile client) would multiply that. Registrations are rare (every 30 s
 /// per broker); waiting ones hold no thread, only their received frame.
 #[derive(Debug)]
-struct OneRegistrationAtATime {
-    inner: Arc<NameServerHandler>,
+struct OneRegistrationAtATime<H> {
+    inner: Arc<H>,
     registering: Arc<Semaphore>,
 }
 
-impl OneRegistrationAtATime {
-    fn new(inner: Arc<NameServerHandler>) -> Self {
+impl<H> OneRegistrationAtATime<H> {
+    fn new(inner: Arc<H>) -> Self {
         Self {
             inner,
             registering: Arc::new(Semaphore::new(1)),
@@ -118,7 +118,7 @@ impl OneRegistrationAtATime {
     }
 }
 
-impl RequestHandler for OneRegistrationAtATime {
+impl<H: RequestHandler> RequestHandler for OneRegistrationAtATime<H> {
     fn handle(
         self: Arc<Self>,
         conn: Arc<Connection>,
@@ -186,5 +186,115 @@ impl NameServerHandle {
     /// The NameServer's state.
     pub fn server(&self) -> &Arc<NameServer> {
         &self.server
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use rmq_client::RemotingClient;
+    use rmq_common::remoting::ResponseCode;
+    use tokio::sync::Notify;
+
+    use super::*;
+
+    /// Bound for anything expected to happen.
+    const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// Holds registrations until the gate opens; counts those inside.
+    #[derive(Debug)]
+    struct Held {
+        inside: AtomicUsize,
+        arrived: AtomicUsize,
+        changed: Notify,
+        gate: Semaphore,
+    }
+
+    impl Default for Held {
+        fn default() -> Self {
+            Self {
+                inside: AtomicUsize::new(0),
+                arrived: AtomicUsize::new(0),
+                changed: Notify::new(),
+                gate: Semaphore::new(0),
+            }
+        }
+    }
+
+    impl RequestHandler for Held {
+        fn handle(
+            self: Arc<Self>,
+            _conn: Arc<Connection>,
+            req: RemotingCommand,
+        ) -> BoxFuture<'static, Option<RemotingCommand>> {
+            Box::pin(async move {
+                if req.code == RequestCode::RegisterBroker.code() {
+                    self.inside.fetch_add(1, Ordering::SeqCst);
+                    self.arrived.fetch_add(1, Ordering::SeqCst);
+                    self.changed.notify_waiters();
+                    self.gate.acquire().await.ok()?.forget();
+                    self.inside.fetch_sub(1, Ordering::SeqCst);
+                }
+                Some(RemotingCommand::response_to(
+                    &req,
+                    ResponseCode::Success,
+                    None,
+                ))
+            })
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn registrations_are_handled_one_at_a_time_and_lookups_go_on() {
+        const REGISTRATIONS: usize = 4;
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let held = Arc::new(Held::default());
+        let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
+        tokio::spawn(serve(
+            listener,
+            Arc::new(OneRegistrationAtATime::new(Arc::clone(&held))),
+            ServerOptions::default(),
+            cancel.clone(),
+            tracker,
+        ));
+        let client = Arc::new(RemotingClient::connect(addr).await.unwrap());
+        let mut calls = Vec::new();
+        for _ in 0..REGISTRATIONS {
+            let c = Arc::clone(&client);
+            calls.push(tokio::spawn(async move {
+                let req = RemotingCommand::request(RequestCode::RegisterBroker);
+                c.invoke(req, CALL_TIMEOUT * 4).await
+            }));
+        }
+        for k in 1..=REGISTRATIONS {
+            tokio::time::timeout(CALL_TIMEOUT, async {
+                loop {
+                    let changed = held.changed.notified();
+                    if held.arrived.load(Ordering::SeqCst) >= k {
+                        break;
+                    }
+                    changed.await;
+                }
+            })
+            .await
+            .unwrap();
+            assert_eq!(held.inside.load(Ordering::SeqCst), 1, "registration {k}");
+            if k == 1 {
+                // Other requests are not held behind a registration.
+                let lookup = RemotingCommand::request(RequestCode::GetRouteInfoByTopic);
+                let resp = client.invoke(lookup, CALL_TIMEOUT).await.unwrap();
+                assert_eq!(resp.code, i32::from(ResponseCode::Success));
+            }
+            held.gate.add_permits(1);
+        }
+        for c in calls {
+            assert_eq!(
+                c.await.unwrap().unwrap().code,
+                i32::from(ResponseCode::Success)
+            );
+        }
+        cancel.cancel();
     }
 }
