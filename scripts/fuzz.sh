@@ -10,7 +10,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET="${1:-60}"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-TARGETS="frame header_json header_binary record batch properties json_body sql92"
+TARGETS="frame header_json header_binary record batch properties json_body sql92 hostile_client"
+# hostile_client drives a real broker process (see its file): the release
+# binary the test command builds.
+if [ -z "${FUZZ_BROKER_BIN:-}" ]; then
+    cargo build --release -q -p rmq-broker --bin rmq-broker
+    export FUZZ_BROKER_BIN="$PWD/target/release/rmq-broker"
+fi
 cd common/fuzz
 cargo fuzz build --sanitizer none --debug-assertions
 for t in $TARGETS; do
