@@ -180,7 +180,7 @@ impl Broker {
                 ctx.settings.broker.max_buffered_bytes_per_connection,
             )
             .unwrap_or(usize::MAX),
-            ..ServerOptions::default()
+            ..ServerOptions::default().with_limits(&ctx.settings.store)
         };
         tracker.spawn(serve(
             listener,

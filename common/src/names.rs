@@ -10,8 +10,9 @@ use crate::constants::{
 pub const MAX_TOPIC_LEN: usize = 127;
 /// Longest retry or DLQ topic name.
 pub const MAX_RETRY_TOPIC_LEN: usize = 255;
-/// Longest consumer or producer group name.
-pub const MAX_GROUP_LEN: usize = 120;
+/// Longest consumer or producer group name (the Java client's
+/// `Validators.CHARACTER_MAX_LENGTH`).
+pub const MAX_GROUP_LEN: usize = 255;
 
 /// Why a name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -81,7 +82,7 @@ pub fn validate_topic(name: &str) -> Result<(), NameError> {
     check("topic", name, max)
 }
 
-/// Checks a group name: same characters as a topic, at most 120.
+/// Checks a group name: same characters as a topic, at most 255.
 pub fn validate_group(name: &str) -> Result<(), NameError> {
     check("group", name, MAX_GROUP_LEN)
 }
@@ -189,8 +190,9 @@ mod tests {
     #[test]
     fn groups() {
         assert!(validate_group("please_rename_unique_group_name").is_ok());
+        assert!(validate_group(&"g".repeat(255)).is_ok());
         assert!(matches!(
-            validate_group(&"g".repeat(121)),
+            validate_group(&"g".repeat(256)),
             Err(NameError::TooLong { .. })
         ));
         assert!(matches!(

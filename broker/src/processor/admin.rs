@@ -76,8 +76,9 @@ pub async fn clean_expired_cq(ctx: &Arc<BrokerContext>) -> Handled {
     Ok(success())
 }
 
-/// Handles topic administration.
-pub fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {
+/// Handles topic administration. A create waits until the table is on
+/// disk, off the async workers.
+pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {
     match code {
         RequestCode::UpdateAndCreateTopic => {
             let ext = req.ext();
@@ -104,8 +105,9 @@ pub fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand
                 topic_sys_flag: ext.get_i32("topicSysFlag")?.unwrap_or(0),
                 order: ext.get_bool("order")?.unwrap_or(false),
             };
-            ctx.topics
-                .upsert(config)
+            let topics = Arc::clone(&ctx.topics);
+            blocking(move || topics.upsert(config))
+                .await?
                 .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
             tracing::info!(topic = name, read, write, "topic created or updated");
             ctx.topics_changed.notify_one();
@@ -128,8 +130,9 @@ pub fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand
                 validate::perm(t.perm)?;
             }
             let count = list.topic_config_list.len();
-            ctx.topics
-                .upsert_many(list.topic_config_list)
+            let topics = Arc::clone(&ctx.topics);
+            blocking(move || topics.upsert_many(list.topic_config_list))
+                .await?
                 .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
             tracing::info!(count, "topics created or updated from a list");
             ctx.topics_changed.notify_one();

@@ -13,6 +13,30 @@ use crate::clients::GroupChange;
 use crate::context::BrokerContext;
 use crate::remoting::Connection;
 
+/// Every group and subscribed topic a heartbeat names follows the naming
+/// rules; a heartbeat that breaks them registers nothing.
+fn check_names(hb: &HeartbeatData) -> Result<(), Refusal> {
+    let groups = hb
+        .consumer_data_set
+        .iter()
+        .map(|c| &c.group_name)
+        .chain(hb.producer_data_set.iter().map(|p| &p.group_name));
+    for g in groups {
+        super::validate::group(g).map_err(|r| r.context("heartbeat"))?;
+    }
+    for c in &hb.consumer_data_set {
+        for s in &c.subscription_data_set {
+            super::validate::topic(&s.topic).map_err(|r| {
+                r.context(&format!(
+                    "heartbeat of group {}: subscribed topic {:?}",
+                    c.group_name, s.topic
+                ))
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// Handles client-table requests.
 pub fn handle(
     ctx: &Arc<BrokerContext>,
@@ -29,6 +53,7 @@ pub fn handle(
                     format!("heartbeat body is not valid: {e}"),
                 )
             })?;
+            check_names(&hb)?;
             // Every consumer group gets its retry topic, as RocketMQ does:
             // in memory only (the meta persister writes the table behind,
             // once for many), and one notice to the registrar however many

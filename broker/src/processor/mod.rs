@@ -189,7 +189,7 @@ async fn dispatch(
         RequestCode::UpdateAndCreateTopic
         | RequestCode::UpdateAndCreateTopicList
         | RequestCode::GetAllTopicConfig
-        | RequestCode::GetBrokerConfig => admin::handle(ctx, code, req),
+        | RequestCode::GetBrokerConfig => admin::handle(ctx, code, req).await,
         RequestCode::DeleteExpiredCommitlog => admin::delete_expired(ctx).await,
         RequestCode::DeleteTopicInBroker => admin::delete_topic(ctx, req).await,
         RequestCode::CleanExpiredConsumequeue => admin::clean_expired_cq(ctx).await,
@@ -236,6 +236,14 @@ impl Refusal {
         Self {
             code,
             remark: remark.into(),
+        }
+    }
+
+    /// The same refusal, its remark prefixed with where it was found.
+    pub fn context(self, what: &str) -> Self {
+        Self {
+            code: self.code,
+            remark: format!("{what}: {}", self.remark),
         }
     }
 

@@ -29,7 +29,7 @@ pub async fn handle(
     let mut header = SendMessageRequestHeader::from_ext(&req.ext())?;
     super::validate::send_topic(&header.topic)?;
     let dead_letter = to_dead_letter(ctx, &mut header);
-    let topic = topic_for_send(ctx, &header, dead_letter)?;
+    let topic = topic_for_send(ctx, &header, dead_letter).await?;
     let mut queue_id = header.queue_id;
     if queue_id < 0 {
         queue_id = (NEXT_QUEUE.fetch_add(1, Ordering::Relaxed)
@@ -192,9 +192,11 @@ fn to_dead_letter(ctx: &BrokerContext, header: &mut SendMessageRequestHeader) ->
     true
 }
 
-/// The topic to store into, created on first send when allowed.
-fn topic_for_send(
-    ctx: &BrokerContext,
+/// The topic to store into, created on first send when allowed (the new
+/// topic is on disk before the send is answered; the wait runs off the
+/// async workers).
+async fn topic_for_send(
+    ctx: &Arc<BrokerContext>,
     header: &SendMessageRequestHeader,
     dead_letter: bool,
 ) -> Result<rmq_common::remoting::body::TopicConfig, Refusal> {
@@ -241,9 +243,10 @@ fn topic_for_send(
             .default_topic_queue_nums
             .clamp(1, ctx.settings.broker.default_topic_queue_nums)
     };
-    let (config, created) = ctx
-        .topics
-        .get_or_create(&header.topic, queues)
+    let topics = Arc::clone(&ctx.topics);
+    let name = header.topic.clone();
+    let (config, created) = super::blocking(move || topics.get_or_create(&name, queues))
+        .await?
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
     if created {
         tracing::info!(topic = %header.topic, queues, "auto-created topic");

@@ -402,3 +402,31 @@ async fn no_room_for_what_the_services_add_is_refused_at_send() {
     assert_eq!(code(&r), 0, "{}", remark(&r));
     broker.shutdown().await;
 }
+
+/// A heartbeat naming an illegal group or subscribed topic registers
+/// nothing and says which name broke the rules.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_with_illegal_names_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start_broker(dir.path(), CqBackend::File).await;
+    let c = sdk::connect(broker.addr()).await.unwrap();
+    let heartbeat = |group: &str, topic: &str| {
+        let body = format!(
+            r#"{{"clientID":"hb","producerDataSet":[],"consumerDataSet":[{{"groupName":"{group}","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET","subscriptionDataSet":[{{"topic":"{topic}","subString":"*","tagsSet":[],"codeSet":[],"subVersion":0}}],"unitMode":false}}]}}"#
+        );
+        RemotingCommand::request(RequestCode::HeartBeat).with_body(body.into_bytes())
+    };
+    for (group, topic, expect) in [
+        ("bad group", "T", "heartbeat: group name"),
+        ("good", "bad topic", "subscribed topic \"bad topic\""),
+    ] {
+        let r = c.invoke(heartbeat(group, topic), TIMEOUT).await.unwrap();
+        assert_eq!(code(&r), i32::from(ResponseCode::SystemError));
+        assert!(remark(&r).contains(expect), "{}", remark(&r));
+    }
+    assert!(broker.context().topics.get("%RETRY%good").is_none());
+    let r = c.invoke(heartbeat("good", "T"), TIMEOUT).await.unwrap();
+    assert_eq!(code(&r), 0, "{}", remark(&r));
+    assert!(broker.context().topics.get("%RETRY%good").is_some());
+    broker.shutdown().await;
+}
