@@ -10,6 +10,65 @@ use crate::message::record::RecordView;
 use crate::message::Properties;
 use crate::remoting::{RemotingCommand, SerializeType, MAX_FRAME_BYTES};
 
+/// Header fields some broker request reads, by their Java wire names: what a
+/// hostile client fills with troublesome values (the `hostile_client` fuzz
+/// target and the integration suite's `hostile_fuzz` property test).
+pub const HOSTILE_FIELDS: &[&str] = &[
+    "topic",
+    "consumerGroup",
+    "producerGroup",
+    "group",
+    "groupName",
+    "queueId",
+    "queueOffset",
+    "commitOffset",
+    "maxMsgNums",
+    "maxMsgBytes",
+    "readQueueNums",
+    "writeQueueNums",
+    "perm",
+    "offset",
+    "delayLevel",
+    "timestamp",
+    "key",
+    "maxNum",
+    "beginTimestamp",
+    "endTimestamp",
+    "commitLogOffset",
+    "msgId",
+    "properties",
+    "sysFlag",
+    "suspendTimeoutMillis",
+    "subscription",
+    "reconsumeTimes",
+    "maxReconsumeTimes",
+    "transactionId",
+    "tranStateTableOffset",
+    "commitOrRollback",
+];
+
+/// Values that have broken brokers before: system topics, retry names,
+/// edges of the number types, an empty string, and a property string that
+/// names the schedule topic as its own real topic.
+pub const HOSTILE_VALUES: &[&str] = &[
+    "TopicA",
+    "g1",
+    "%RETRY%g1",
+    "%DLQ%g1",
+    "SCHEDULE_TOPIC_XXXX",
+    "RMQ_SYS_TRANS_HALF_TOPIC",
+    "TBW102",
+    "",
+    "0",
+    "1",
+    "-1",
+    "2147483647",
+    "-9223372036854775808",
+    "true",
+    "*",
+    "DELAY\u{1}1\u{2}REAL_TOPIC\u{1}SCHEDULE_TOPIC_XXXX\u{2}REAL_QID\u{1}2147483647\u{2}",
+];
+
 /// A target's entry point.
 pub type Target = fn(&[u8]);
 

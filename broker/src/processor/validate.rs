@@ -20,22 +20,36 @@ pub const MAX_QUEUE_NUMS: i32 = 16_384;
 /// Header fields that name a consumer or producer group.
 const GROUP_FIELDS: [&str; 4] = ["consumerGroup", "producerGroup", "group", "groupName"];
 
-/// A topic name as RocketMQ's `TopicValidator.validateTopic` checks it.
+/// A topic name as RocketMQ's `TopicValidator.validateTopic` checks it, with
+/// its remarks, followed by the name (cut to [`SHOWN_NAME_CHARS`]).
 pub fn topic(name: &str) -> Result<(), Refusal> {
     use rmq_common::names::NameError;
     rmq_common::names::validate_topic(name).map_err(|e| {
         let remark = match e {
             NameError::Empty { .. } => "The specified topic is blank.".to_owned(),
-            NameError::IllegalCharacter { .. } => {
-                "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-                    .to_owned()
-            }
-            NameError::TooLong { len, max, .. } => {
-                format!("The specified topic is longer than topic max length ({len} > {max}).")
-            }
+            NameError::IllegalCharacter { .. } => format!(
+                "The specified topic contains illegal characters, allowing only \
+                 ^[%|a-zA-Z0-9_-]+$: {}",
+                shown(name)
+            ),
+            NameError::TooLong { len, max, .. } => format!(
+                "The specified topic is longer than topic max length ({len} > {max}): {}",
+                shown(name)
+            ),
         };
         Refusal::new(ResponseCode::SystemError, remark)
     })
+}
+
+/// Most characters of a refused name a remark repeats.
+pub const SHOWN_NAME_CHARS: usize = 64;
+
+/// `name` quoted for a remark, cut to [`SHOWN_NAME_CHARS`] characters.
+fn shown(name: &str) -> String {
+    match name.char_indices().nth(SHOWN_NAME_CHARS) {
+        Some((cut, _)) => format!("{:?}... ({} bytes)", &name[..cut], name.len()),
+        None => format!("{name:?}"),
+    }
 }
 
 /// A topic a client creates, updates or deletes: a legal name that is not
@@ -66,7 +80,23 @@ pub fn send_topic(name: &str) -> Result<(), Refusal> {
 
 /// A group name.
 pub fn group(name: &str) -> Result<(), Refusal> {
-    validate_group(name).map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))
+    use rmq_common::names::NameError;
+    validate_group(name).map_err(|e| {
+        let remark = match e {
+            NameError::Empty { .. } => "the specified group is blank".to_owned(),
+            NameError::IllegalCharacter { .. } => format!(
+                "group name {} has a character outside [%|a-zA-Z0-9_-]",
+                shown(name)
+            ),
+            NameError::TooLong { len, max, .. } => {
+                format!(
+                    "group name {} is {len} characters, at most {max}",
+                    shown(name)
+                )
+            }
+        };
+        Refusal::new(ResponseCode::SystemError, remark)
+    })
 }
 
 /// A topic's read or write queue count.
@@ -157,7 +187,10 @@ mod tests {
     fn java_remarks_for_bad_topics() {
         assert_eq!(remark(topic("")), "The specified topic is blank.");
         assert!(remark(topic("a b")).contains("illegal characters"));
-        assert!(remark(topic(&"t".repeat(128))).contains("longer than topic max length"));
+        assert!(remark(topic("a b")).ends_with("\"a b\""));
+        let long = remark(topic(&"t".repeat(100_000)));
+        assert!(long.contains("longer than topic max length"));
+        assert!(long.len() < 200, "a long name is cut: {long}");
         assert!(topic("TopicTest").is_ok());
     }
 

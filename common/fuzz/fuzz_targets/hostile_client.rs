@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use libfuzzer_sys::arbitrary::{Result as ArbResult, Unstructured};
+use rmq_common::fuzz_harness::{HOSTILE_FIELDS as FIELDS, HOSTILE_VALUES as VALUES};
 use rmq_common::remoting::{RemotingCommand, RequestCode, MAX_FRAME_BYTES};
 
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -34,59 +35,6 @@ const CHECK_EVERY: u64 = 500;
 const MAX_RSS_BYTES: u64 = 1 << 30;
 /// Allocated bytes its store may reach (segments are sparse files).
 const MAX_STORE_BYTES: u64 = 2 << 30;
-
-/// Header fields some request reads.
-const FIELDS: &[&str] = &[
-    "topic",
-    "consumerGroup",
-    "producerGroup",
-    "group",
-    "groupName",
-    "queueId",
-    "queueOffset",
-    "commitOffset",
-    "maxMsgNums",
-    "maxMsgBytes",
-    "readQueueNums",
-    "writeQueueNums",
-    "perm",
-    "offset",
-    "delayLevel",
-    "timestamp",
-    "key",
-    "maxNum",
-    "commitLogOffset",
-    "msgId",
-    "properties",
-    "sysFlag",
-    "suspendTimeoutMillis",
-    "subscription",
-    "reconsumeTimes",
-    "maxReconsumeTimes",
-    "transactionId",
-    "tranStateTableOffset",
-    "commitOrRollback",
-];
-
-/// Values that have broken brokers before.
-const VALUES: &[&str] = &[
-    "TopicA",
-    "g1",
-    "%RETRY%g1",
-    "%DLQ%g1",
-    "SCHEDULE_TOPIC_XXXX",
-    "RMQ_SYS_TRANS_HALF_TOPIC",
-    "TBW102",
-    "",
-    "0",
-    "1",
-    "-1",
-    "2147483647",
-    "-9223372036854775808",
-    "true",
-    "*",
-    "DELAY\u{1}1\u{2}REAL_TOPIC\u{1}SCHEDULE_TOPIC_XXXX\u{2}REAL_QID\u{1}2147483647\u{2}",
-];
 
 struct Target {
     child: Child,

@@ -15,37 +15,12 @@ use rmq_broker::broker::Broker;
 use rmq_client::RemotingClient;
 use rmq_client::{self as sdk, OutMessage, SendCode};
 use rmq_common::config::CqBackend;
+use rmq_common::fuzz_harness::{HOSTILE_FIELDS as FIELDS, HOSTILE_VALUES};
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_tests::start_broker;
 
 /// Longest any single answer may take.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Header fields some request reads, with the wire names Java uses.
-const FIELDS: [&str; 22] = [
-    "topic",
-    "consumerGroup",
-    "producerGroup",
-    "group",
-    "groupName",
-    "queueId",
-    "queueOffset",
-    "commitOffset",
-    "maxMsgNums",
-    "maxMsgBytes",
-    "readQueueNums",
-    "writeQueueNums",
-    "perm",
-    "offset",
-    "delayLevel",
-    "timestamp",
-    "key",
-    "maxNum",
-    "beginTimestamp",
-    "endTimestamp",
-    "commitLogOffset",
-    "msgId",
-];
 
 /// What the broker holds that a refused request must not change.
 #[derive(Debug, PartialEq, Eq)]
@@ -131,7 +106,7 @@ async fn every_code_refuses_out_of_range_fields(backend: CqBackend) {
     let c = sdk::connect(broker.addr()).await.unwrap();
     let before = snapshot(&broker);
     let mut bad = BTreeMap::new();
-    for f in FIELDS {
+    for &f in FIELDS {
         let v = match f {
             "topic" => "no such/topic".to_owned(),
             "consumerGroup" | "producerGroup" | "group" | "groupName" => "bad group!".to_owned(),
@@ -191,24 +166,13 @@ fn hostile_request() -> impl Strategy<Value = (i32, BTreeMap<String, String>, Op
         1 => any::<i32>(),
     ];
     let value = prop_oneof![
-        Just("TopicA".to_owned()),
-        Just("g1".to_owned()),
-        Just("%RETRY%g1".to_owned()),
-        Just("SCHEDULE_TOPIC_XXXX".to_owned()),
-        Just("RMQ_SYS_TRANS_HALF_TOPIC".to_owned()),
-        Just(String::new()),
-        Just("0".to_owned()),
-        Just("1".to_owned()),
-        Just("-1".to_owned()),
-        Just(i32::MAX.to_string()),
-        Just(i64::MIN.to_string()),
-        Just("true".to_owned()),
-        "[a-zA-Z%|_-]{1,200}",
-        "\\PC{0,40}",
-        (0usize..4000).prop_map(|n| "T".repeat(n)),
+        3 => proptest::sample::select(HOSTILE_VALUES).prop_map(str::to_owned),
+        1 => "[a-zA-Z%|_-]{1,200}",
+        1 => "\\PC{0,40}",
+        1 => (0usize..4000).prop_map(|n| "T".repeat(n)),
     ];
     let fields = proptest::collection::btree_map(
-        proptest::sample::select(FIELDS.to_vec()).prop_map(str::to_owned),
+        proptest::sample::select(FIELDS).prop_map(str::to_owned),
         value,
         0..8,
     );
@@ -242,7 +206,17 @@ fn random_requests_of_every_code_hurt_no_one() {
         failure_persistence: None,
         ..Config::default()
     });
-    let result = runner.run(&hostile_request(), |(code, ext, body)| {
+    let pulls = [
+        RequestCode::PullMessage.code(),
+        RequestCode::LitePullMessage.code(),
+    ];
+    let result = runner.run(&hostile_request(), |(code, mut ext, body)| {
+        // A pull may be held for its suspend time (long polling): ask for
+        // an answer now, the rest of its fields as generated.
+        if pulls.contains(&code) {
+            ext.insert("sysFlag".into(), "0".into());
+            ext.insert("suspendTimeoutMillis".into(), "0".into());
+        }
         let answer = rt.block_on(async {
             tokio::time::timeout(
                 ANSWER_TIMEOUT,
