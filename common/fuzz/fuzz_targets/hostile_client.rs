@@ -5,13 +5,15 @@
 //! 127.0.0.1 port 0 with a fresh store. The target fails when:
 //! - the request is not answered within [`ANSWER_TIMEOUT`], or the broker
 //!   closes the connection or dies (a panic there ends the process);
-//! - every [`CHECK_EVERY`] inputs: the broker's resident memory or its
-//!   store passed their bound, or a normal request on a new connection is
-//!   not answered within [`NORMAL_TIMEOUT`].
+//! - every [`CHECK_EVERY`] inputs: the broker's resident memory, its store
+//!   or its CommitLog segments passed their bound, or a normal request on a
+//!   new connection is not answered within [`NORMAL_TIMEOUT`].
 //!
 //! The broker is a child process (killed when the fuzzer exits), so the
 //! fuzz build does not compile RocksDB: `FUZZ_BROKER_BIN` names the binary
-//! (`scripts/fuzz.sh` builds it and sets it).
+//! (`scripts/fuzz.sh` builds it and sets it). Its store and log are
+//! `$TMPDIR/rmq-hostile-fuzz-<pid>` and `.log`: removed at a normal exit,
+//! left for a look after a failure.
 
 #![no_main]
 
@@ -33,8 +35,12 @@ const NORMAL_TIMEOUT: Duration = Duration::from_secs(1);
 const CHECK_EVERY: u64 = 500;
 /// Resident memory the broker may reach (it starts near 60 MiB).
 const MAX_RSS_BYTES: u64 = 1 << 30;
-/// Allocated bytes its store may reach (segments are sparse files).
-const MAX_STORE_BYTES: u64 = 2 << 30;
+/// Allocated bytes its store may reach outside `commitlog/` (whose 1 GiB
+/// segments are allocated whole, the next one ahead of need).
+const MAX_STORE_BYTES: u64 = 512 << 20;
+/// CommitLog segments it may have: the first, and the one allocated ahead.
+/// Inputs of a few KiB cannot fill 1 GiB between two checks.
+const MAX_COMMITLOG_SEGMENTS: usize = 2;
 
 struct Target {
     child: Child,
@@ -46,12 +52,33 @@ struct Target {
 }
 
 static TARGET: Mutex<Option<Target>> = Mutex::new(None);
+/// The broker's store and log, removed when the fuzzer exits normally
+/// (libFuzzer ends with `exit`, which runs no destructors); a failure
+/// aborts and leaves both for a look.
+static STORE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+fn log_path(store: &std::path::Path) -> PathBuf {
+    store.with_extension("log")
+}
+
+extern "C" fn remove_store() {
+    if let Some(dir) = STORE.get() {
+        let _ = std::fs::remove_dir_all(dir);
+        let _ = std::fs::remove_file(log_path(dir));
+    }
+}
 
 fn start() -> Target {
     let bin = std::env::var("FUZZ_BROKER_BIN")
         .unwrap_or_else(|_| "../../target/release/rmq-broker".to_owned());
     let store = std::env::temp_dir().join(format!("rmq-hostile-fuzz-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&store);
+    if STORE.set(store.clone()).is_ok() {
+        // SAFETY: registers a plain function with no arguments.
+        unsafe {
+            libc::atexit(remove_store);
+        }
+    }
     let mut cmd = Command::new(&bin);
     cmd.args([
         "--set",
@@ -67,10 +94,7 @@ fn start() -> Target {
     .arg(format!("storePathRootDir={}", store.display()))
     .stdout(Stdio::piped())
     .stderr(Stdio::from(
-        std::fs::File::create(
-            std::env::temp_dir().join(format!("rmq-hostile-fuzz-{}.log", std::process::id())),
-        )
-        .expect("broker log file"),
+        std::fs::File::create(log_path(&store)).expect("broker log file"),
     ));
     // The broker dies with the fuzzer.
     unsafe {
@@ -91,8 +115,9 @@ fn start() -> Target {
         match out.read(&mut byte) {
             Ok(1) => seen.push(byte[0]),
             _ => panic!(
-                "broker exited before listening: {}",
-                String::from_utf8_lossy(&seen)
+                "broker exited before listening: {} (its log: {})",
+                String::from_utf8_lossy(&seen),
+                log_path(&store).display()
             ),
         }
         if byte[0] == b'\n' {
@@ -200,6 +225,7 @@ fn rss_bytes(pid: u32) -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// Allocated bytes under `root`, `commitlog/` left out.
 fn store_bytes(root: &std::path::Path) -> u64 {
     use std::os::unix::fs::MetadataExt;
     let mut total = 0;
@@ -207,6 +233,7 @@ fn store_bytes(root: &std::path::Path) -> u64 {
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             match e.metadata() {
+                Ok(m) if m.is_dir() && e.file_name() == "commitlog" => {}
                 Ok(m) if m.is_dir() => stack.push(e.path()),
                 Ok(m) => total += m.blocks() * 512,
                 Err(_) => {}
@@ -223,7 +250,16 @@ fn check(t: &mut Target) {
     let rss = rss_bytes(t.child.id());
     assert!(rss < MAX_RSS_BYTES, "broker resident memory {rss} bytes");
     let store = store_bytes(&t.store);
-    assert!(store < MAX_STORE_BYTES, "broker store {store} bytes");
+    assert!(
+        store < MAX_STORE_BYTES,
+        "broker store (CommitLog aside) {store} bytes"
+    );
+    let segments = std::fs::read_dir(t.store.join("commitlog")).map_or(0, |d| d.count());
+    assert!(
+        segments <= MAX_COMMITLOG_SEGMENTS,
+        "{segments} CommitLog segments after {} inputs",
+        t.inputs
+    );
     let mut normal = connect(t.addr, NORMAL_TIMEOUT);
     let mut req = RemotingCommand::request(RequestCode::GetAllTopicConfig);
     req.opaque = 1;
