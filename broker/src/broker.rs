@@ -98,6 +98,12 @@ impl Broker {
             &root,
             settings.broker.default_topic_queue_nums,
         )?);
+        // The cluster's reply topic (request-reply), as RocketMQ creates it.
+        let reply_topic =
+            crate::processor::reply::reply_topic(&settings.broker.broker_cluster_name);
+        if let Err(e) = topics.get_or_create_deferred(&reply_topic, 1) {
+            tracing::warn!(topic = %reply_topic, error = %e, "reply topic not created");
+        }
         let offsets = Arc::new(ConsumerOffsetManager::open(&root)?);
         let groups = Arc::new(crate::meta::SubscriptionGroupManager::open(&root)?);
         // Requests change the tables in memory; this thread writes them.
@@ -163,6 +169,7 @@ impl Broker {
             clients,
             pull_hold,
             locks: Arc::new(QueueLockManager::new()),
+            calls: Arc::new(crate::clients::ClientCalls::new()),
             store_host: addr,
             scheduler,
             transactions,

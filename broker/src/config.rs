@@ -82,6 +82,9 @@ pub struct BrokerConfig {
     /// Consumers may filter by SQL92 expressions over message properties
     /// (RocketMQ's `enablePropertyFilter`, off by default as there).
     pub enable_property_filter: bool,
+    /// A reply (SEND_REPLY_MESSAGE) is also stored in the cluster's reply
+    /// topic, besides being pushed to its requester (RocketMQ's default).
+    pub store_reply_message_enable: bool,
 }
 
 impl Default for BrokerConfig {
@@ -89,6 +92,7 @@ impl Default for BrokerConfig {
         Self {
             broker_name: "broker-a".into(),
             broker_cluster_name: "DefaultCluster".into(),
+            store_reply_message_enable: true,
             broker_id: 0,
             broker_ip1: "127.0.0.1".into(),
             listen_port: 10911,

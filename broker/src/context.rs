@@ -31,6 +31,8 @@ pub struct BrokerContext {
     pub pull_hold: Arc<PullHoldService>,
     /// Orderly-consumer queue locks.
     pub locks: Arc<QueueLockManager>,
+    /// Requests sent to clients that wait for their answer.
+    pub calls: Arc<crate::clients::ClientCalls>,
     /// This broker's address as clients and message ids see it.
     pub store_host: SocketAddr,
     /// Delay-level delivery (progress, pending counts).

@@ -73,4 +73,8 @@ pub mod property {
     pub const MAX_OFFSET: &str = "MAX_OFFSET";
     /// Cluster name of the broker.
     pub const CLUSTER: &str = "CLUSTER";
+    /// Client id of a request's sender, where its reply is pushed.
+    pub const REPLY_TO_CLIENT: &str = "REPLY_TO_CLIENT";
+    /// When the broker pushed a reply to its requester, ms.
+    pub const PUSH_REPLY_TIME: &str = "PUSH_REPLY_TIME";
 }

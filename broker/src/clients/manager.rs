@@ -173,6 +173,18 @@ impl ClientManager {
             .unwrap_or_default()
     }
 
+    /// A live connection of the producer whose client id is `client_id`
+    /// (where a reply goes back to its requester), as Java's
+    /// `ProducerManager.findChannel`.
+    pub fn producer_by_client_id(&self, client_id: &str) -> Option<Arc<Connection>> {
+        self.producers
+            .read()
+            .values()
+            .flat_map(|members| members.values())
+            .find(|m| m.client_id == client_id && !m.conn.is_closed())
+            .map(|m| Arc::clone(&m.conn))
+    }
+
     /// The group's subscription to `topic` from its last heartbeat; `None`
     /// when the group is unknown, `Some(None)` when it does not subscribe.
     pub fn subscription(&self, group: &str, topic: &str) -> Option<Option<SubscriptionData>> {

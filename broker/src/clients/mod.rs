@@ -2,8 +2,10 @@
 //! ProducerManager / ConsumerManager keep them, and the queue locks of
 //! orderly consumers.
 
+mod calls;
 mod locks;
 mod manager;
 
+pub use calls::{CallError, ClientCalls};
 pub use locks::{QueueLockManager, LOCK_MAX_LIVE_MS};
 pub use manager::{ClientManager, GroupChange};

@@ -8,6 +8,7 @@ pub mod lock;
 pub mod offsets;
 pub mod pull;
 pub mod query;
+pub mod reply;
 pub mod runtime;
 pub mod send;
 pub mod send_back;
@@ -134,6 +135,10 @@ impl RequestHandler for BrokerHandler {
         .boxed()
     }
 
+    fn response(&self, conn: &Arc<Connection>, resp: RemotingCommand) {
+        self.ctx.calls.answered(conn.id, resp);
+    }
+
     fn connection_opened(&self, _conn: &Arc<Connection>) {
         self.ctx
             .connections
@@ -145,6 +150,7 @@ impl RequestHandler for BrokerHandler {
             .connections
             .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         self.gone.closed(conn.id);
+        self.ctx.calls.connection_closed(conn.id);
         let change = self.ctx.clients.connection_closed(conn.id);
         client::notify_group_changes(&self.ctx, &change);
     }
@@ -172,6 +178,9 @@ async fn dispatch(
             pull::handle(ctx, req, || gone.token(conn)).await
         }
         RequestCode::ConsumerSendMsgBack => send_back::handle(ctx, req).await,
+        RequestCode::SendReplyMessage | RequestCode::SendReplyMessageV2 => {
+            reply::handle(ctx, conn, req).await
+        }
         RequestCode::EndTransaction => transaction::handle(ctx, req).await,
         RequestCode::QueryConsumerOffset
         | RequestCode::UpdateConsumerOffset

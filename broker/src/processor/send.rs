@@ -68,6 +68,12 @@ pub async fn handle(
         })
         .flatten();
     let mut properties = properties;
+    // As RocketMQ: every message carries its broker's cluster (a replier
+    // builds the reply topic from it).
+    properties.insert(
+        property::CLUSTER,
+        ctx.settings.broker.broker_cluster_name.as_str(),
+    );
     if dead_letter {
         // A dead letter is not delayed again.
         properties.remove(property::DELAY_TIME_LEVEL);
@@ -96,6 +102,10 @@ pub async fn handle(
                 m.flag = item.flag;
                 m.body = item.body;
                 m.properties = Properties::decode(&item.properties);
+                m.properties.insert(
+                    property::CLUSTER,
+                    ctx.settings.broker.broker_cluster_name.as_str(),
+                );
                 m
             })
             .collect::<Vec<MessageToStore>>()
@@ -195,7 +205,7 @@ fn to_dead_letter(ctx: &BrokerContext, header: &mut SendMessageRequestHeader) ->
 /// The topic to store into, created on first send when allowed (the new
 /// topic is on disk before the send is answered; the wait runs off the
 /// async workers).
-async fn topic_for_send(
+pub(super) async fn topic_for_send(
     ctx: &Arc<BrokerContext>,
     header: &SendMessageRequestHeader,
     dead_letter: bool,

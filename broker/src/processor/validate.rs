@@ -163,7 +163,11 @@ pub fn request(
     }
     let sends = matches!(
         code,
-        RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage
+        RequestCode::SendMessage
+            | RequestCode::SendMessageV2
+            | RequestCode::SendBatchMessage
+            | RequestCode::SendReplyMessage
+            | RequestCode::SendReplyMessageV2
     );
     // A send may leave the queue to the broker (-1); the send processor
     // checks the rest against the topic it may create.

@@ -112,6 +112,9 @@ wire_codes! {
         InvokeBrokerToResetOffset = 222 => "INVOKE_BROKER_TO_RESET_OFFSET",
         QueryTopicConsumeByWho = 300 => "QUERY_TOPIC_CONSUME_BY_WHO",
         CleanExpiredConsumequeue = 306 => "CLEAN_EXPIRED_CONSUMEQUEUE",
+        SendReplyMessage = 324 => "SEND_REPLY_MESSAGE",
+        SendReplyMessageV2 = 325 => "SEND_REPLY_MESSAGE_V2",
+        PushReplyMessageToClient = 326 => "PUSH_REPLY_MESSAGE_TO_CLIENT",
         LitePullMessage = 361 => "LITE_PULL_MESSAGE",
     }
 }
@@ -204,6 +207,9 @@ mod tests {
             (RequestCode::InvokeBrokerToResetOffset, 222),
             (RequestCode::QueryTopicConsumeByWho, 300),
             (RequestCode::CleanExpiredConsumequeue, 306),
+            (RequestCode::SendReplyMessage, 324),
+            (RequestCode::SendReplyMessageV2, 325),
+            (RequestCode::PushReplyMessageToClient, 326),
             (RequestCode::LitePullMessage, 361),
         ];
         assert_eq!(expected.len(), RequestCode::ALL.len());

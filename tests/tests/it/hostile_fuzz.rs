@@ -258,7 +258,10 @@ fn random_requests_of_every_code_hurt_no_one() {
     // 300 requests of at most a few KiB each: whatever some of them may
     // legitimately store, 64 MiB of disk and 256 MiB of memory are far
     // beyond it, and far below what the attacks reached.
-    assert!(disk_grew < 64 << 20, "store (CommitLog aside) grew by {disk_grew} bytes");
+    assert!(
+        disk_grew < 64 << 20,
+        "store (CommitLog aside) grew by {disk_grew} bytes"
+    );
     assert!(log_grew < 64 << 20, "CommitLog grew by {log_grew} bytes");
     assert!(rss_grew < 256 << 20, "process grew by {rss_grew} bytes");
     rt.block_on(broker.shutdown());

@@ -7,8 +7,10 @@
 //! `orderly` (selector by order id, MessageListenerOrderly with queue locks),
 //! `tags`, `sql92` (broker-side property filter), `litepull` (subscribe, and
 //! assign + seek), `broadcast`, `delay`, `dlq`, `transaction` (commit,
-//! rollback, unknown then checked back) and `resume` (offsets committed at a
-//! clean client shutdown survive a broker restart: no redelivery).
+//! rollback, unknown then checked back), `resume` (offsets committed at a
+//! clean client shutdown survive a broker restart: no redelivery) and
+//! `request` (request-reply, sync and async: the broker pushes the reply to
+//! the requester).
 //!
 //! Needs a JDK 17 and the suite built by `scripts/setup.sh`
 //! (`mvn -f tests/java/pom.xml package dependency:copy-dependencies`); runs
@@ -176,6 +178,7 @@ java_scenarios! {
     V4 "dlq" => java_dlq_file, java_dlq_rocksdb;
     V4 "transaction" => java_transaction_file, java_transaction_rocksdb;
     V4 "resume" => java_resume_file, java_resume_rocksdb;
+    V4 "request" => java_request_file, java_request_rocksdb;
     V5 "send" => java5_send_file, java5_send_rocksdb;
     V5 "orderly" => java5_orderly_file, java5_orderly_rocksdb;
     V5 "tags" => java5_tags_file, java5_tags_rocksdb;

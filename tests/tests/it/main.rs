@@ -20,6 +20,7 @@ mod mqadmin;
 mod namesrv;
 mod real_client;
 mod reput_concurrent;
+mod request_reply;
 mod retention;
 mod retry_dlq;
 mod route_scale;

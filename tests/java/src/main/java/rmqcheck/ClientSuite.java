@@ -40,6 +40,7 @@ public final class ClientSuite {
         SCENARIOS.put("delay", TimedScenarios::delay);
         SCENARIOS.put("dlq", TimedScenarios::dlq);
         SCENARIOS.put("transaction", TransactionScenario::run);
+        SCENARIOS.put("request", RequestReplyScenario::run);
     }
 
     public static void main(String[] argv) {
