@@ -8,27 +8,31 @@ use rmq_common::constants::{property, SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP
 use rmq_common::delay::{delay_level_of, DelayLevels};
 use rmq_common::message::{sysflag, MessageToStore};
 
-/// `msg` as it must be stored: rewritten into the schedule topic when it
-/// asks for a delay, unchanged otherwise. Prepared and rolled-back
-/// transactional messages ignore the level (as RocketMQ does): only a plain
-/// or committed message is delayed, and never one in the schedule or
-/// transaction system topics (a half keeps its DELAY property untouched).
-pub(crate) fn schedule_rewrite<'a>(
-    levels: &DelayLevels,
-    msg: &'a MessageToStore,
-) -> Cow<'a, MessageToStore> {
+/// The delay level `msg` is stored under, if it is delayed: a level in the
+/// table, on a plain or committed message (prepared and rolled-back
+/// transactional messages ignore the level, as RocketMQ does), never in the
+/// schedule or transaction system topics.
+pub(crate) fn schedule_level(levels: &DelayLevels, msg: &MessageToStore) -> Option<i32> {
     let delayable = matches!(
         sysflag::transaction_value(msg.sys_flag),
         sysflag::TRANSACTION_NOT_TYPE | sysflag::TRANSACTION_COMMIT_TYPE
     );
-    let Some(level) = levels.clamp(delay_level_of(&msg.properties)) else {
-        return Cow::Borrowed(msg);
-    };
+    let level = levels.clamp(delay_level_of(&msg.properties))?;
     let system =
         [SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC].contains(&msg.topic.as_str());
-    if !delayable || system {
+    (delayable && !system).then_some(level)
+}
+
+/// `msg` as it must be stored: rewritten into the schedule topic when it
+/// asks for a delay ([`schedule_level`]), unchanged otherwise (a half keeps
+/// its DELAY property untouched).
+pub(crate) fn schedule_rewrite<'a>(
+    levels: &DelayLevels,
+    msg: &'a MessageToStore,
+) -> Cow<'a, MessageToStore> {
+    let Some(level) = schedule_level(levels, msg) else {
         return Cow::Borrowed(msg);
-    }
+    };
     let mut out = msg.clone();
     out.properties
         .insert(property::REAL_TOPIC, msg.topic.as_str());

@@ -12,7 +12,7 @@ use rmq_common::constants::{property, TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOP
 use rmq_common::message::record::encoded_len;
 use rmq_common::message::MessageToStore;
 
-use super::delay::schedule_rewrite;
+use super::delay::{schedule_level, schedule_rewrite};
 use super::MessageStore;
 
 /// Why a message cannot be accepted.
@@ -39,7 +39,13 @@ pub enum HeadroomError {
 }
 
 /// Checks that every form `msg` can take in the broker fits maxMessageSize.
+/// A message no service writes again (neither a half nor delayed) costs one
+/// property lookup: this runs on every send.
 pub fn check(store: &MessageStore, msg: &MessageToStore) -> Result<(), HeadroomError> {
+    let half = msg.topic == TRANS_HALF_TOPIC;
+    if !half && schedule_level(store.delay_levels(), msg).is_none() {
+        return Ok(());
+    }
     let max = store.config().max_message_size_bytes as usize;
     let body = msg.body.len();
     // The forms differ only in topic and properties: measure them bodiless.
@@ -62,7 +68,7 @@ pub fn check(store: &MessageStore, msg: &MessageToStore) -> Result<(), HeadroomE
             .map_err(|e| HeadroomError::Encode(e.to_string()))
     };
     let stored = len(&bare)?;
-    let (largest, service) = if msg.topic == TRANS_HALF_TOPIC {
+    let (largest, service) = if half {
         // The check walk's copy carries a check count; the move after the
         // last check renames the topic.
         bare.properties
@@ -70,20 +76,17 @@ pub fn check(store: &MessageStore, msg: &MessageToStore) -> Result<(), HeadroomE
         bare.topic = TRANS_CHECK_MAX_TIME_TOPIC.to_owned();
         (len(&bare)?, "transaction check")
     } else {
-        let rewritten = schedule_rewrite(store.delay_levels(), &bare);
-        if rewritten.topic == bare.topic {
-            return Ok(());
-        }
+        let scheduled = schedule_rewrite(store.delay_levels(), &bare).into_owned();
+        let scheduled_len = len(&scheduled)?;
         // Delivered: the real topic back, REAL_* kept, DELAY dropped, the
         // original store time added.
-        let mut delivered = rewritten.into_owned();
-        delivered.topic = bare.topic.clone();
+        let mut delivered = scheduled;
+        delivered.topic = bare.topic;
         delivered.properties.remove(property::DELAY_TIME_LEVEL);
         delivered
             .properties
             .insert(property::ORIGIN_STORE_TIMESTAMP, i64::MIN.to_string());
-        let scheduled = len(&schedule_rewrite(store.delay_levels(), &bare))?;
-        (len(&delivered)?.max(scheduled), "schedule service")
+        (len(&delivered)?.max(scheduled_len), "schedule service")
     };
     if largest > max {
         return Err(HeadroomError::TooLarge {
