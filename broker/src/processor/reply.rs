@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmq_common::constants::property;
-use rmq_common::message::{MessageToStore, Properties};
+use rmq_common::message::Properties;
 use rmq_common::remoting::{
     RemotingCommand, RequestCode, ResponseCode, SendMessageRequestHeader, SendMessageResponseHeader,
 };
@@ -66,19 +66,7 @@ pub async fn handle(
         transaction_id: None,
     };
     if ctx.settings.broker.store_reply_message_enable {
-        let msg = MessageToStore {
-            topic: header.topic.clone(),
-            queue_id,
-            flag: header.flag,
-            body,
-            properties,
-            sys_flag: header.sys_flag,
-            born_timestamp: header.born_timestamp,
-            born_host: conn.peer,
-            store_host: ctx.store_host,
-            reconsume_times: header.reconsume_times,
-            prepared_transaction_offset: 0,
-        };
+        let msg = super::send::message_from(ctx, conn, &header, queue_id, properties, body);
         // As RocketMQ: the answer is the push's; a failed store is logged.
         match ctx.store.put_async(std::slice::from_ref(&msg)).await {
             Ok(r) => {
@@ -91,13 +79,7 @@ pub async fn handle(
         }
     }
     match pushed {
-        Ok(()) => {
-            let mut resp = RemotingCommand::response(ResponseCode::Success, None);
-            resp.ext_fields = answer.to_ext();
-            resp.put_ext("MSG_REGION", "DefaultRegion");
-            resp.put_ext("TRACE_ON", "true");
-            Ok(resp)
-        }
+        Ok(()) => Ok(super::send::send_answer(ResponseCode::Success, &answer)),
         Err(remark) => Err(Refusal::new(ResponseCode::SystemError, remark)),
     }
 }

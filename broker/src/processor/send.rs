@@ -78,19 +78,7 @@ pub async fn handle(
         // A dead letter is not delayed again.
         properties.remove(property::DELAY_TIME_LEVEL);
     }
-    let template = MessageToStore {
-        topic: header.topic.clone(),
-        queue_id,
-        flag: header.flag,
-        body: Vec::new(),
-        properties,
-        sys_flag: header.sys_flag,
-        born_timestamp: header.born_timestamp,
-        born_host: conn.peer,
-        store_host: ctx.store_host,
-        reconsume_times: header.reconsume_times,
-        prepared_transaction_offset: 0,
-    };
+    let template = message_from(ctx, conn, &header, queue_id, properties, Vec::new());
     let is_batch = header.batch || req.code == i32::from(RequestCode::SendBatchMessage);
     let messages = if is_batch {
         let items = decode_batch(&body)
@@ -156,17 +144,52 @@ pub async fn handle(
         PutStatus::PutOk => ResponseCode::Success,
         PutStatus::FlushDiskTimeout => ResponseCode::FlushDiskTimeout,
     };
-    let mut resp = RemotingCommand::response(code, None);
-    resp.ext_fields = SendMessageResponseHeader {
-        msg_id,
+    Ok(send_answer(
+        code,
+        &SendMessageResponseHeader {
+            msg_id,
+            queue_id,
+            queue_offset: first.queue_offset,
+            transaction_id,
+        },
+    ))
+}
+
+/// The message a send (or reply) header describes, as the broker stores it.
+pub(super) fn message_from(
+    ctx: &BrokerContext,
+    conn: &Connection,
+    header: &SendMessageRequestHeader,
+    queue_id: i32,
+    properties: Properties,
+    body: Vec<u8>,
+) -> MessageToStore {
+    MessageToStore {
+        topic: header.topic.clone(),
         queue_id,
-        queue_offset: first.queue_offset,
-        transaction_id,
+        flag: header.flag,
+        body,
+        properties,
+        sys_flag: header.sys_flag,
+        born_timestamp: header.born_timestamp,
+        born_host: conn.peer,
+        store_host: ctx.store_host,
+        reconsume_times: header.reconsume_times,
+        prepared_transaction_offset: 0,
     }
-    .to_ext();
+}
+
+/// A send's (or reply's) answer: its header, plus the region and trace
+/// switch Java's broker adds to every one.
+pub(super) fn send_answer(
+    code: ResponseCode,
+    header: &SendMessageResponseHeader,
+) -> RemotingCommand {
+    let mut resp = RemotingCommand::response(code, None);
+    resp.ext_fields = header.to_ext();
     resp.put_ext("MSG_REGION", "DefaultRegion");
     resp.put_ext("TRACE_ON", "true");
-    Ok(resp)
+    resp
 }
 
 /// A send to a group's retry topic whose reconsume count reached the
