@@ -431,7 +431,7 @@ impl Transactions {
                         .and_then(|s| s.parse::<i64>().ok())
                         .filter(|s| *s > 0)
                         .map(|s| s.saturating_mul(1000));
-                    let to_check = match immunity_ms {
+                    match immunity_ms {
                         // A producer's own immunity is counted from its
                         // born time (copies keep it) and differs per half:
                         // as RocketMQ does, a half still immune goes back
@@ -455,7 +455,6 @@ impl Transactions {
                                     }
                                 }
                             }
-                            Some(view.to_message())
                         }
                         None => {
                             let age = now - view.store_timestamp();
@@ -464,10 +463,9 @@ impl Transactions {
                                 // rest are younger still.
                                 break 'walk;
                             }
-                            None
                         }
-                    };
-                    let mut copy = to_check.unwrap_or_else(|| view.to_message());
+                    }
+                    let mut copy = view.to_message();
                     copy.properties
                         .insert(property::TRANSACTION_CHECK_TIMES, (times + 1).to_string());
                     let group = view
