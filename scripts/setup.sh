@@ -43,3 +43,11 @@ build_java_suite() { # <rocketmq version> <compat source dir> <out dir>
 }
 build_java_suite 4.9.8 v4 target
 build_java_suite 5.3.3 v5 target-5
+# Apache RocketMQ's own 4.9.7 broker and NameServer (jars only, from Maven
+# Central through tools/apache/pom.xml): the test that drives it with
+# rmq-admin and rmq-bench (tests/tests/it/apache_broker.rs).
+if [ ! -f tests/java/target-apache/lib/.complete ]; then
+    mvn -q -B -f tools/apache/pom.xml -Drocketmq.version=4.9.7 \
+        dependency:copy-dependencies -DoutputDirectory="$PWD/tests/java/target-apache/lib"
+    touch tests/java/target-apache/lib/.complete
+fi

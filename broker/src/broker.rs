@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use rmq_common::remoting::body::RegisterBrokerBody;
+use rmq_common::remoting::body::{RegisterBrokerBody, PERM_READ, PERM_WRITE};
 
 use crate::clients::{ClientManager, QueueLockManager};
 use crate::config::Settings;
@@ -22,7 +22,7 @@ use crate::meta::{
     ConsumerOffsetManager, MetaPersister, PersistTable, TopicConfigManager, TABLE_WRITE_INTERVAL,
 };
 use crate::namesrv::route::BrokerIdentity;
-use crate::namesrv::{BodyForm, BrokerRegistrar, NameServer, NameServerHandle};
+use crate::namesrv::{BodyForm, BrokerRegistrar, NameServer, NameServerHandle, NamesrvOptions};
 
 use crate::processor::BrokerHandler;
 use crate::pull_hold::PullHoldService;
@@ -93,6 +93,12 @@ impl Broker {
             source,
         })??;
         let store = Arc::new(store);
+        let slave = settings.broker.broker_role == crate::ha::BrokerRole::Slave;
+        if slave {
+            // A slave writes only what its master streams: no sends, no
+            // delayed deliveries, no half re-appends of its own.
+            store.set_replica_only();
+        }
         let root = settings.store.store_path_root_dir.clone();
         let topics = Arc::new(TopicConfigManager::open(
             &root,
@@ -132,15 +138,21 @@ impl Broker {
                 }
             })?,
         );
-        let schedule = ScheduleService::start(
-            Arc::clone(&scheduler),
-            &store,
-            Duration::from_millis(settings.store.flush_delay_offset_interval_ms),
-        )
-        .map_err(|source| BrokerError::Spawn {
-            service: "schedule",
-            source,
-        })?;
+        let schedule = if slave {
+            None
+        } else {
+            Some(
+                ScheduleService::start(
+                    Arc::clone(&scheduler),
+                    &store,
+                    Duration::from_millis(settings.store.flush_delay_offset_interval_ms),
+                )
+                .map_err(|source| BrokerError::Spawn {
+                    service: "schedule",
+                    source,
+                })?,
+            )
+        };
         let transactions = Arc::new(Transactions::open(
             Arc::clone(&store),
             Arc::clone(&offsets),
@@ -151,16 +163,27 @@ impl Broker {
             },
         )?);
         let clients = Arc::new(ClientManager::new());
-        let transaction = TransactionService::start(
-            Arc::clone(&transactions),
-            Arc::new(ProducerCheckSender::new(Arc::clone(&clients))),
-            addr,
-            Duration::from_millis(settings.broker.transaction_check_interval_ms),
-        )
-        .map_err(|source| BrokerError::Spawn {
-            service: "transaction check",
-            source,
-        })?;
+        let transaction = if slave {
+            None
+        } else {
+            Some(
+                TransactionService::start(
+                    Arc::clone(&transactions),
+                    Arc::new(ProducerCheckSender::new(Arc::clone(&clients))),
+                    addr,
+                    Duration::from_millis(settings.broker.transaction_check_interval_ms),
+                )
+                .map_err(|source| BrokerError::Spawn {
+                    service: "transaction check",
+                    source,
+                })?,
+            )
+        };
+        let runtime = crate::runtime_config::RuntimeConfig::open(
+            &settings,
+            &settings.store.store_path_root_dir,
+        );
+        let settings_ha_gap = settings.broker.ha_max_gap_not_in_sync;
         let ctx = Arc::new(BrokerContext {
             settings,
             store,
@@ -177,6 +200,10 @@ impl Broker {
             topics_changed: Arc::new(Notify::new()),
             groups,
             stats: Arc::new(crate::metrics::BrokerStats::new()),
+            items: Arc::new(crate::metrics::StatsItems::new()),
+            ha_acks: Arc::new(crate::ha::ReplicaAcks::new(settings_ha_gap)),
+            ha_addr: std::sync::OnceLock::new(),
+            runtime,
             boot_ms: rmq_common::time::now_ms(),
         });
 
@@ -210,15 +237,19 @@ impl Broker {
                 namesrv_addrs.push(ns.addr);
             }
         }
+        start_ha_master(&ctx, &ip, addr, &cancel, &tracker).await?;
         let registrar = start_registrar(&ctx, namesrv_addrs, &cancel, &tracker).await?;
+        if slave {
+            start_ha_slave(&ctx, registrar.as_ref(), &cancel, &tracker);
+        }
         tracing::info!(%addr, backend = %ctx.store.consume_queue().backend(), "broker started");
         Ok(Self {
             ctx,
             addr,
             namesrv,
             metrics_addr,
-            schedule: Some(schedule),
-            transaction: Some(transaction),
+            schedule,
+            transaction,
             persister: Some(persister),
             registrar,
             cancel,
@@ -382,9 +413,22 @@ fn registration(ctx: &BrokerContext) -> (BrokerIdentity, RegisterBrokerBody) {
         broker_name: ctx.settings.broker.broker_name.clone(),
         broker_id: ctx.settings.broker.broker_id,
         broker_addr: ctx.store_host.to_string(),
+        ha_server_addr: ctx
+            .ha_addr
+            .get()
+            .map_or_else(String::new, |a| a.to_string()),
     };
+    let mut table = ctx.topics.table();
+    // As Java: a broker that is not read-write registers every topic with
+    // its own perm, so clients stop sending (or pulling) here.
+    let perm = ctx.runtime.broker_permission();
+    if perm != PERM_READ | PERM_WRITE {
+        for t in table.topic_config_table.values_mut() {
+            t.perm = perm;
+        }
+    }
     let body = RegisterBrokerBody {
-        topic_config_serialize_wrapper: ctx.topics.table(),
+        topic_config_serialize_wrapper: table,
         filter_server_list: Vec::new(),
     };
     (id, body)
@@ -449,7 +493,10 @@ async fn start_namesrv(
     NameServer::start(
         listener,
         Arc::new(SystemClock),
-        settings.broker.namesrv_broker_expiry_ms,
+        &NamesrvOptions {
+            expiry_ms: settings.broker.namesrv_broker_expiry_ms,
+            dir: Some(settings.store.store_path_root_dir.join("namesrv")),
+        },
         cancel.clone(),
         tracker.clone(),
     )
@@ -458,6 +505,106 @@ async fn start_namesrv(
         addr: format!("{ip}:{port}"),
         source,
     })
+}
+
+/// A master takes slaves on `haListenPort` (0: listenPort + 1, or a free
+/// port when listenPort is 0).
+async fn start_ha_master(
+    ctx: &Arc<BrokerContext>,
+    ip: &str,
+    addr: SocketAddr,
+    cancel: &CancellationToken,
+    tracker: &TaskTracker,
+) -> Result<(), BrokerError> {
+    let b = &ctx.settings.broker;
+    if b.broker_role == crate::ha::BrokerRole::Slave || b.ha_listen_port == -1 {
+        return Ok(());
+    }
+    let port = match u16::try_from(b.ha_listen_port) {
+        Ok(0) if b.listen_port == 0 => 0,
+        Ok(0) => addr.port().saturating_add(1),
+        Ok(p) => p,
+        Err(_) => return Ok(()),
+    };
+    let listener = bind(ip, port).await?;
+    let ha_addr = listener.local_addr().map_err(|source| BrokerError::Bind {
+        addr: format!("{ip}:{port}"),
+        source,
+    })?;
+    let _ = ctx.ha_addr.set(ha_addr);
+    let shared = crate::ha::master::MasterShared {
+        store: Arc::clone(&ctx.store),
+        acks: Arc::clone(&ctx.ha_acks),
+        appended: Arc::clone(ctx.store.appended()),
+        settings: b.ha_settings(),
+    };
+    tracker.spawn(crate::ha::master::serve(
+        listener,
+        shared,
+        cancel.clone(),
+        tracker.clone(),
+    ));
+    tracing::info!(%ha_addr, role = ?b.broker_role, "taking slaves");
+    Ok(())
+}
+
+/// A slave follows its master: the configured `haMasterAddress`, else the
+/// one the NameServers name.
+fn start_ha_slave(
+    ctx: &Arc<BrokerContext>,
+    registrar: Option<&BrokerRegistrar>,
+    cancel: &CancellationToken,
+    tracker: &TaskTracker,
+) {
+    let b = &ctx.settings.broker;
+    let named = registrar.map(BrokerRegistrar::master);
+    if let Some(named) = &named {
+        // Topics, offsets, delay progress and groups come from the master
+        // the NameServers name.
+        tracker.spawn(crate::ha::sync::run(
+            Arc::clone(ctx),
+            named.clone(),
+            cancel.clone(),
+        ));
+    }
+    let master = if b.ha_master_address.is_empty() {
+        let Some(mut named) = named else {
+            tracing::error!(
+                "a slave without haMasterAddress and without a NameServer has no master to follow"
+            );
+            return;
+        };
+        // The HA address of the master the NameServers name.
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        let stop = cancel.clone();
+        tracker.spawn(async move {
+            loop {
+                let ha = named
+                    .borrow_and_update()
+                    .as_ref()
+                    .map(|m| m.ha_addr.clone());
+                tx.send_if_modified(|old| {
+                    let changed = *old != ha;
+                    *old = ha;
+                    changed
+                });
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => return,
+                    r = named.changed() => if r.is_err() { return },
+                }
+            }
+        });
+        rx
+    } else {
+        tokio::sync::watch::channel(Some(b.ha_master_address.clone())).1
+    };
+    tracker.spawn(crate::ha::slave::follow(
+        Arc::clone(&ctx.store),
+        master,
+        b.ha_settings(),
+        cancel.clone(),
+    ));
 }
 
 /// Registers with every NameServer now, then keeps the registration fresh

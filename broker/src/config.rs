@@ -85,6 +85,39 @@ pub struct BrokerConfig {
     /// A reply (SEND_REPLY_MESSAGE) is also stored in the cluster's reply
     /// topic, besides being pushed to its requester (RocketMQ's default).
     pub store_reply_message_enable: bool,
+    /// Whether the broker takes sends (2) and serves pulls (4); the topics
+    /// it registers carry this perm when it is not read-write (6). A drain
+    /// sets it to 4 (mqadmin updateBrokerConfig -k brokerPermission -v 4).
+    pub broker_permission: i32,
+    /// A consumer group seen for the first time (heartbeat or pull) gets a
+    /// subscription group with the defaults; when off, only groups made
+    /// with updateSubGroup may consume.
+    pub auto_create_subscription_group: bool,
+    /// ASYNC_MASTER (default), SYNC_MASTER or SLAVE.
+    pub broker_role: crate::ha::BrokerRole,
+    /// Port slaves connect to for replication: 0 is listenPort + 1 (a free
+    /// port when listenPort is 0), -1 takes no slaves.
+    pub ha_listen_port: i32,
+    /// A slave's master HA address (`host:port`); empty: as the NameServer
+    /// names it.
+    pub ha_master_address: String,
+    /// A slave reports, and a master sends an empty frame, after this much
+    /// silence, ms.
+    #[serde(rename = "haSendHeartbeatInterval")]
+    pub ha_send_heartbeat_interval_ms: u64,
+    /// An HA link silent this long is dropped, ms.
+    #[serde(rename = "haHousekeepingInterval")]
+    pub ha_housekeeping_interval_ms: u64,
+    /// Most CommitLog bytes per HA frame.
+    pub ha_transfer_batch_size: u32,
+    /// A slave whose acknowledged offset is this many bytes behind (or more)
+    /// is not in sync: SYNC_MASTER answers SLAVE_NOT_AVAILABLE (RocketMQ's
+    /// haSlaveFallbehindMax).
+    pub ha_max_gap_not_in_sync: i64,
+    /// How long a SYNC_MASTER put waits for a slave before
+    /// FLUSH_SLAVE_TIMEOUT, ms.
+    #[serde(rename = "slaveTimeout")]
+    pub slave_timeout_ms: u64,
 }
 
 impl Default for BrokerConfig {
@@ -93,6 +126,16 @@ impl Default for BrokerConfig {
             broker_name: "broker-a".into(),
             broker_cluster_name: "DefaultCluster".into(),
             store_reply_message_enable: true,
+            broker_permission: 6,
+            auto_create_subscription_group: true,
+            broker_role: crate::ha::BrokerRole::AsyncMaster,
+            ha_listen_port: 0,
+            ha_master_address: String::new(),
+            ha_send_heartbeat_interval_ms: 5_000,
+            ha_housekeeping_interval_ms: 20_000,
+            ha_transfer_batch_size: 32 * 1024,
+            ha_max_gap_not_in_sync: 256 * 1024 * 1024,
+            slave_timeout_ms: 3_000,
             broker_id: 0,
             broker_ip1: "127.0.0.1".into(),
             listen_port: 10911,
@@ -121,8 +164,64 @@ impl Default for BrokerConfig {
 }
 
 impl BrokerConfig {
+    fn validate_ha(&self) -> Result<(), ConfigError> {
+        use crate::ha::BrokerRole;
+        if (self.broker_role == BrokerRole::Slave) != (self.broker_id > 0) {
+            return Err(ConfigError::new(
+                "brokerId",
+                format!(
+                    "{} with brokerRole {:?}: a slave's brokerId is 1 or more, a master's 0",
+                    self.broker_id, self.broker_role
+                ),
+            ));
+        }
+        if !(-1..=65535).contains(&self.ha_listen_port) {
+            return Err(ConfigError::new(
+                "haListenPort",
+                format!("{} is not a port", self.ha_listen_port),
+            ));
+        }
+        if self.ha_transfer_batch_size == 0 || self.ha_transfer_batch_size > 4 * 1024 * 1024 {
+            return Err(ConfigError::new(
+                "haTransferBatchSize",
+                "must be 1 to 4194304 bytes",
+            ));
+        }
+        if self.ha_send_heartbeat_interval_ms == 0
+            || self.ha_housekeeping_interval_ms <= self.ha_send_heartbeat_interval_ms
+        {
+            return Err(ConfigError::new(
+                "haHousekeepingInterval",
+                "must be above haSendHeartbeatInterval, which must be above 0",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The HA links' timings and sizes.
+    pub fn ha_settings(&self) -> crate::ha::HaSettings {
+        crate::ha::HaSettings {
+            heartbeat: std::time::Duration::from_millis(self.ha_send_heartbeat_interval_ms),
+            housekeeping: std::time::Duration::from_millis(self.ha_housekeeping_interval_ms),
+            batch_bytes: self.ha_transfer_batch_size as usize,
+        }
+    }
+
+    /// Checks the values; the error names the key.
+    fn validate_permission(&self) -> Result<(), ConfigError> {
+        if !(0..=15).contains(&self.broker_permission) {
+            return Err(ConfigError::new(
+                "brokerPermission",
+                format!("{} is not a perm (0..=15)", self.broker_permission),
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks the values; the error names the key.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_permission()?;
+        self.validate_ha()?;
         rmq_common::names::validate_group(&self.broker_name)
             .map_err(|e| ConfigError::new("brokerName", e.to_string()))?;
         rmq_common::names::validate_group(&self.broker_cluster_name)
@@ -245,6 +344,16 @@ pub struct Sources<'a> {
 }
 
 impl Settings {
+    /// The name of the setting `key` (matched as [`Settings::from_pairs`]
+    /// matches keys), if it is one.
+    pub fn canonical_key(key: &str) -> Option<String> {
+        let lower = key.to_ascii_lowercase();
+        let lower = store_alias(&lower).unwrap_or(&lower).to_owned();
+        let broker = to_object(&BrokerConfig::default()).ok()?;
+        let store = to_object(&StoreConfig::default()).ok()?;
+        find_key(&broker, &lower).or_else(|| find_key(&store, &lower))
+    }
+
     /// Loads and validates settings from `sources`.
     pub fn load(sources: &Sources<'_>) -> Result<Self, ConfigError> {
         let mut raw: Vec<(String, String, &'static str)> = Vec::new();
@@ -302,7 +411,11 @@ impl Settings {
 
 /// Keys accepted under another name.
 fn store_alias(lower: &str) -> Option<&'static str> {
-    (lower == "storetype").then_some("consumequeuestore")
+    match lower {
+        "storetype" => Some("consumequeuestore"),
+        "haslavefallbehindmax" => Some("hamaxgapnotinsync"),
+        _ => None,
+    }
 }
 
 fn read_file(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {

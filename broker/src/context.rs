@@ -47,6 +47,15 @@ pub struct BrokerContext {
     pub groups: Arc<SubscriptionGroupManager>,
     /// Put/get rates and day totals (GET_BROKER_RUNTIME_INFO).
     pub stats: Arc<BrokerStats>,
+    /// Per-topic and per-group counters (VIEW_BROKER_STATS_DATA,
+    /// consumeTps, the per-topic gauges).
+    pub items: Arc<crate::metrics::StatsItems>,
+    /// What slaves acknowledged (SYNC_MASTER waits on it).
+    pub ha_acks: Arc<crate::ha::ReplicaAcks>,
+    /// Where this broker takes slaves, once it listens.
+    pub ha_addr: std::sync::OnceLock<SocketAddr>,
+    /// Settings UPDATE_BROKER_CONFIG may change while running.
+    pub runtime: crate::runtime_config::RuntimeConfig,
     /// When the broker started, ms since the epoch.
     pub boot_ms: i64,
 }

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use metrics::Label;
 use rmq_common::config::CqBackend;
-use rmq_common::message::record::RecordView;
 
 use crate::context::BrokerContext;
 use crate::metrics::names;
@@ -49,11 +48,23 @@ impl Sampler {
             totals.put_messages.load(Ordering::Relaxed),
             totals.get_messages.load(Ordering::Relaxed),
         );
+        self.ctx.items.sample(self.ctx.store.clock().now_ms());
+        self.topic_rates();
         self.dispatch();
+        self.replication();
         self.consume_queue();
         self.consumer_lag();
         self.services();
         self.process();
+    }
+
+    /// Age of the record at CommitLog offset `offset`, seconds (0 if none
+    /// starts there).
+    fn age_s(&self, offset: i64) -> f64 {
+        let store = &self.ctx.store;
+        store.store_time_at(offset).map_or(0.0, |ts| {
+            (store.clock().now_ms() - ts).max(0) as f64 / 1000.0
+        })
     }
 
     fn dispatch(&self) {
@@ -61,20 +72,7 @@ impl Sampler {
         let behind = store.dispatch_behind_bytes();
         let reput = store.reput_from_offset();
         self.gauge(names::DISPATCH_BEHIND_BYTES, behind as f64);
-        let age_s = if behind > 0 {
-            store
-                .record_at(reput)
-                .and_then(|sel| {
-                    RecordView::parse(sel.bytes(), false)
-                        .ok()
-                        .map(|v| v.store_timestamp())
-                })
-                .map_or(0.0, |ts| {
-                    (store.clock().now_ms() - ts).max(0) as f64 / 1000.0
-                })
-        } else {
-            0.0
-        };
+        let age_s = if behind > 0 { self.age_s(reput) } else { 0.0 };
         self.gauge(names::DISPATCH_BEHIND_SECONDS, age_s);
         self.gauge(names::REPUT_FROM_OFFSET, reput as f64);
         self.gauge(names::COMMITLOG_MAX_OFFSET, store.max_phy_offset() as f64);
@@ -116,21 +114,101 @@ impl Sampler {
             let max = store.max_offset_in_queue(&topic, queue).unwrap_or(0);
             *lag.entry((group, topic)).or_default() += (max - offset).max(0);
         }
-        let mut lag: Vec<((String, String), i64)> = lag.into_iter().collect();
-        lag.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        let rest: i64 = lag
-            .iter()
-            .skip(CONSUMER_LAG_SERIES_MAX)
-            .map(|(_, l)| *l)
-            .sum();
-        for ((group, topic), l) in lag.iter().take(CONSUMER_LAG_SERIES_MAX) {
-            let labels = self.with(&[("group", group.clone()), ("topic", topic.clone())]);
-            metrics::gauge!(names::CONSUMER_LAG_MESSAGES, labels).set(*l as f64);
+        let rows = lag
+            .into_iter()
+            .map(|((group, topic), l)| (vec![("group", group), ("topic", topic)], l as f64))
+            .collect();
+        self.capped(names::CONSUMER_LAG_MESSAGES, rows);
+    }
+
+    /// Sets `name` for the [`CONSUMER_LAG_SERIES_MAX`] largest `rows`
+    /// (label pairs, value) and their sum for the rest, every label
+    /// `_other`: label values stay bounded at any number of topics.
+    fn capped(&self, name: &'static str, mut rows: Vec<(Vec<(&'static str, String)>, f64)>) {
+        rows.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        for (labels, v) in rows.iter().take(CONSUMER_LAG_SERIES_MAX) {
+            metrics::gauge!(name, self.with(labels)).set(*v);
         }
-        if lag.len() > CONSUMER_LAG_SERIES_MAX {
-            let labels = self.with(&[("group", "_other".into()), ("topic", "_other".into())]);
-            metrics::gauge!(names::CONSUMER_LAG_MESSAGES, labels).set(rest as f64);
+        if let Some((first, _)) = rows.get(CONSUMER_LAG_SERIES_MAX) {
+            let rest: f64 = rows.iter().skip(CONSUMER_LAG_SERIES_MAX).map(|r| r.1).sum();
+            let other: Vec<(&'static str, String)> = first
+                .iter()
+                .map(|(k, _)| (*k, "_other".to_owned()))
+                .collect();
+            metrics::gauge!(name, self.with(&other)).set(rest);
         }
+    }
+
+    /// Put rates of the busiest topics and get rates of the busiest
+    /// (group, topic) pairs over the last minute, and the day's counts.
+    fn topic_rates(&self) {
+        let crate::metrics::items::MinuteRates { puts, gets } = self.ctx.items.minute_rates();
+        let puts = puts
+            .into_iter()
+            .filter(|(_, tps)| *tps > 0.0)
+            .map(|(topic, tps)| (vec![("topic", topic)], tps))
+            .collect();
+        self.capped(names::TOPIC_PUT_TPS, puts);
+        let gets = gets
+            .into_iter()
+            .filter(|(_, _, tps)| *tps > 0.0)
+            .map(|(topic, group, tps)| (vec![("group", group), ("topic", topic)], tps))
+            .collect();
+        self.capped(names::GROUP_GET_TPS, gets);
+        let marks = self.ctx.stats.day_marks();
+        let totals = self.ctx.store.metrics().totals();
+        let put = totals.put_messages.load(Ordering::Relaxed);
+        let get = totals.get_messages.load(Ordering::Relaxed);
+        for (name, v) in [
+            (
+                names::PUT_MESSAGES_TODAY,
+                put.saturating_sub(marks.put_today_morning),
+            ),
+            (
+                names::PUT_MESSAGES_YESTERDAY,
+                marks
+                    .put_today_morning
+                    .saturating_sub(marks.put_yesterday_morning),
+            ),
+            (
+                names::GET_MESSAGES_TODAY,
+                get.saturating_sub(marks.get_today_morning),
+            ),
+            (
+                names::GET_MESSAGES_YESTERDAY,
+                marks
+                    .get_today_morning
+                    .saturating_sub(marks.get_yesterday_morning),
+            ),
+        ] {
+            self.gauge(name, v as f64);
+        }
+    }
+
+    /// Replication, on a master: slaves, what they acknowledged and how
+    /// far behind that is, in bytes and seconds.
+    fn replication(&self) {
+        if self.ctx.settings.broker.broker_role == crate::ha::BrokerRole::Slave {
+            return;
+        }
+        let acks = &self.ctx.ha_acks;
+        let store = &self.ctx.store;
+        let end = store.max_phy_offset();
+        let acked = acks.acked();
+        let lag = if acks.slaves() > 0 {
+            (end - acked).max(0)
+        } else {
+            0
+        };
+        let lag_s = if lag > 0 { self.age_s(acked) } else { 0.0 };
+        self.gauge(names::HA_SLAVES, acks.slaves() as f64);
+        self.gauge(
+            names::HA_IN_SYNC_SLAVES,
+            f64::from(u8::from(acks.slave_ok(end))),
+        );
+        self.gauge(names::HA_ACKED_OFFSET, acked as f64);
+        self.gauge(names::HA_LAG_BYTES, lag as f64);
+        self.gauge(names::HA_LAG_SECONDS, lag_s);
     }
 
     fn services(&self) {

@@ -175,9 +175,15 @@ pub async fn send(
         .with_ext_fields(ext)
         .with_body(body);
     let resp = client.invoke(req, DEFAULT_TIMEOUT).await?;
-    if resp.code != i32::from(ResponseCode::Success)
-        && resp.code != i32::from(ResponseCode::FlushDiskTimeout)
-    {
+    // As the Java client: a flush or slave timeout still stored the
+    // message (the code says which wait fell short).
+    let stored = [
+        ResponseCode::Success,
+        ResponseCode::FlushDiskTimeout,
+        ResponseCode::FlushSlaveTimeout,
+        ResponseCode::SlaveNotAvailable,
+    ];
+    if !stored.iter().any(|c| resp.code == i32::from(*c)) {
         return Err(refused(&resp));
     }
     let h = SendMessageResponseHeader::from_ext(&resp.ext())

@@ -91,20 +91,22 @@ pub fn validate_group(name: &str) -> Result<(), NameError> {
 /// plus any name starting with `rmq_sys_`): a client may not create,
 /// update or delete them.
 pub fn is_system_topic(name: &str) -> bool {
-    [
-        AUTO_CREATE_TOPIC,
-        SCHEDULE_TOPIC,
-        BENCHMARK_TOPIC,
-        TRANS_HALF_TOPIC,
-        TRACE_TOPIC,
-        TRANS_OP_HALF_TOPIC,
-        TRANS_CHECK_MAX_TIME_TOPIC,
-        SELF_TEST_TOPIC,
-        OFFSET_MOVED_EVENT,
-    ]
-    .contains(&name)
-        || name.starts_with(SYSTEM_TOPIC_PREFIX)
+    SYSTEM_TOPICS.contains(&name) || name.starts_with(SYSTEM_TOPIC_PREFIX)
 }
+
+/// RocketMQ's `TopicValidator.SYSTEM_TOPIC_SET` (the broker adds its
+/// cluster name, its broker name and its reply topic).
+pub const SYSTEM_TOPICS: [&str; 9] = [
+    AUTO_CREATE_TOPIC,
+    SCHEDULE_TOPIC,
+    BENCHMARK_TOPIC,
+    TRANS_HALF_TOPIC,
+    TRACE_TOPIC,
+    TRANS_OP_HALF_TOPIC,
+    TRANS_CHECK_MAX_TIME_TOPIC,
+    SELF_TEST_TOPIC,
+    OFFSET_MOVED_EVENT,
+];
 
 /// Topics only the broker writes (`TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`):
 /// a client's send to one is refused, whatever its properties say.

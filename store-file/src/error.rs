@@ -15,6 +15,18 @@ pub enum StoreError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A replicated chunk does not start where this log ends: the logs
+    /// diverged (or the slave fell behind what the master still has).
+    #[error(
+        "replicated chunk at CommitLog offset {offset} does not continue this log, which ends at \
+         {local_end}: the master and this slave diverged"
+    )]
+    ReplicaGap {
+        /// Where this log ends.
+        local_end: i64,
+        /// Where the chunk starts.
+        offset: i64,
+    },
     /// The topic name breaks the naming rules.
     #[error(transparent)]
     IllegalName(#[from] NameError),
@@ -84,6 +96,9 @@ pub enum StoreError {
     /// The store is shut down.
     #[error("store is shut down")]
     ShutDown,
+    /// This store only takes what its master streams (a slave).
+    #[error("service not available now: this broker is a slave (messages are put to its master)")]
+    Slave,
 }
 
 impl StoreError {

@@ -80,7 +80,7 @@ impl TestNameServer {
         let ns = NameServer::start(
             listener,
             clock.clone(),
-            expiry_ms,
+            &rmq_broker::namesrv::NamesrvOptions::in_memory(expiry_ms),
             cancel.clone(),
             tracker.clone(),
         )

@@ -15,6 +15,7 @@ use rmq_common::message::MessageToStore;
 use rmq_common::time::{Clock, SystemClock};
 use rmq_common::StoreConfig;
 
+pub mod apache;
 pub mod child;
 pub mod fixtures;
 pub mod java;

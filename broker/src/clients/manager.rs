@@ -19,6 +19,8 @@ struct Member {
     /// The client's language and version, from its heartbeat's header.
     language: LanguageCode,
     version: i32,
+    /// When its last heartbeat came, ms since the epoch.
+    last_update_ms: i64,
 }
 
 #[derive(Debug, Default)]
@@ -28,6 +30,24 @@ struct ConsumerGroup {
     message_model: String,
     consume_type: String,
     consume_from_where: String,
+}
+
+/// One producer connection, as GET_ALL_PRODUCER_INFO lists it (Java's
+/// `ProducerInfo`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProducerInfo {
+    /// Client id.
+    pub client_id: String,
+    /// `/ip:port`, as Java prints a channel's address.
+    #[serde(rename = "remoteIP")]
+    pub remote_ip: String,
+    /// Client language.
+    pub language: String,
+    /// Client version.
+    pub version: i32,
+    /// Its last heartbeat, ms.
+    pub last_update_timestamp: i64,
 }
 
 /// Consumer groups whose membership changed (their members get
@@ -65,6 +85,7 @@ impl ClientManager {
             conn: Arc::clone(conn),
             language,
             version,
+            last_update_ms: rmq_common::time::now_ms(),
         };
         {
             let mut producers = self.producers.write();
@@ -159,6 +180,44 @@ impl ClientManager {
             .unwrap_or_default()
     }
 
+    /// A consumer group's live members: client id and connection.
+    pub fn consumer_members(&self, group: &str) -> Vec<(String, Arc<Connection>)> {
+        self.consumers
+            .read()
+            .get(group)
+            .map(|g| {
+                g.members
+                    .values()
+                    .filter(|m| !m.conn.is_closed())
+                    .map(|m| (m.client_id.clone(), Arc::clone(&m.conn)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Every producer group's live members (GET_ALL_PRODUCER_INFO).
+    pub fn producer_table(&self) -> BTreeMap<String, Vec<ProducerInfo>> {
+        self.producers
+            .read()
+            .iter()
+            .map(|(group, members)| {
+                let infos: Vec<ProducerInfo> = members
+                    .values()
+                    .filter(|m| !m.conn.is_closed())
+                    .map(|m| ProducerInfo {
+                        client_id: m.client_id.clone(),
+                        remote_ip: format!("/{}", m.conn.peer),
+                        language: m.language.name().to_owned(),
+                        version: m.version,
+                        last_update_timestamp: m.last_update_ms,
+                    })
+                    .collect();
+                (group.clone(), infos)
+            })
+            .filter(|(_, infos)| !infos.is_empty())
+            .collect()
+    }
+
     /// Live connections of a producer group.
     pub fn producer_connections(&self, group: &str) -> Vec<Arc<Connection>> {
         self.producers
@@ -192,6 +251,15 @@ impl ClientManager {
             .read()
             .get(group)
             .map(|g| g.subscriptions.get(topic).cloned())
+    }
+
+    /// Whether the group's members consume by broadcasting (their last
+    /// heartbeat said BROADCASTING).
+    pub fn is_broadcasting(&self, group: &str) -> bool {
+        self.consumers
+            .read()
+            .get(group)
+            .is_some_and(|g| g.message_model == "BROADCASTING")
     }
 
     /// Names of consumer groups with members.

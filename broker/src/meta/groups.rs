@@ -23,6 +23,15 @@ pub(crate) struct GroupsFile {
     pub(crate) data_version: DataVersion,
 }
 
+/// What a group may do, for the pull path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupPermits {
+    /// `consumeEnable`.
+    pub consume_enable: bool,
+    /// `consumeBroadcastEnable`.
+    pub consume_broadcast_enable: bool,
+}
+
 /// The subscription-group table.
 #[derive(Debug)]
 pub struct SubscriptionGroupManager {
@@ -60,6 +69,85 @@ impl SubscriptionGroupManager {
             .values()
             .cloned()
             .collect()
+    }
+
+    /// Whether `group` may consume at all and by broadcasting, if it
+    /// exists (the pull path's check, without copying the config).
+    pub fn permits(&self, group: &str) -> Option<GroupPermits> {
+        self.state
+            .read()
+            .subscription_group_table
+            .get(group)
+            .map(|g| GroupPermits {
+                consume_enable: g.consume_enable,
+                consume_broadcast_enable: g.consume_broadcast_enable,
+            })
+    }
+
+    /// The settings of each of `groups`, creating those that do not exist
+    /// with Java's defaults (autoCreateSubscriptionGroup). A creation does
+    /// not wait for the disk: the meta persister writes it behind.
+    pub fn get_or_create<'a>(
+        &self,
+        groups: impl IntoIterator<Item = &'a str>,
+    ) -> Vec<SubscriptionGroupConfig> {
+        let groups: Vec<&str> = groups.into_iter().collect();
+        {
+            let s = self.state.read();
+            if groups
+                .iter()
+                .all(|g| s.subscription_group_table.contains_key(*g))
+            {
+                return groups
+                    .iter()
+                    .filter_map(|g| s.subscription_group_table.get(*g).cloned())
+                    .collect();
+            }
+        }
+        let mut s = self.state.write();
+        let mut created = false;
+        let out = groups
+            .iter()
+            .map(|g| {
+                s.subscription_group_table
+                    .entry((*g).to_owned())
+                    .or_insert_with(|| {
+                        created = true;
+                        tracing::info!(group = g, "subscription group created on first use");
+                        SubscriptionGroupConfig::named(g)
+                    })
+                    .clone()
+            })
+            .collect();
+        if created {
+            s.data_version.counter += 1;
+            s.data_version.timestamp = rmq_common::time::now_ms();
+            self.generations.mark();
+        }
+        out
+    }
+
+    /// A slave takes its master's groups when the data version differs;
+    /// returns whether it changed.
+    pub fn take_from_master(
+        &self,
+        table: BTreeMap<String, SubscriptionGroupConfig>,
+        version: DataVersion,
+    ) -> bool {
+        let mut s = self.state.write();
+        if s.data_version == version {
+            return false;
+        }
+        s.subscription_group_table = table;
+        s.data_version = version;
+        self.generations.mark();
+        true
+    }
+
+    /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG's body: the table and its data
+    /// version, as the file holds them (Java's `SubscriptionGroupWrapper`).
+    pub fn wrapper_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_vec(&*self.state.read())
     }
 
     /// Creates or replaces a group and waits until the table is on disk.

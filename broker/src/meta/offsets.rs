@@ -45,6 +45,23 @@ impl ConsumerOffsetManager {
         })
     }
 
+    /// GET_ALL_CONSUMER_OFFSET's body: `{"offsetTable":{"topic@group":{...}}}`.
+    pub fn table_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_vec(&*self.state.lock())
+    }
+
+    /// A slave takes its master's offsets: each `topic@group` the master
+    /// has replaces the slave's (keys only the slave has stay), as Java's
+    /// slave does.
+    pub fn take_from_master(&self, table: BTreeMap<String, BTreeMap<i32, i64>>) {
+        let mut s = self.state.lock();
+        for (k, queues) in table {
+            s.offset_table.insert(k, queues);
+        }
+        drop(s);
+        self.generations.mark();
+    }
+
     /// The committed offset, if any.
     pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
         self.state

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::MetaError;
 use parking_lot::RwLock;
-use rmq_common::constants::{AUTO_CREATE_TOPIC, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
+use rmq_common::constants::AUTO_CREATE_TOPIC;
 use rmq_common::names::validate_topic;
 use rmq_common::remoting::body::{TopicConfig, TopicConfigSerializeWrapper};
 
@@ -110,6 +110,13 @@ impl TopicConfigManager {
         (s.data_version.timestamp, s.data_version.counter)
     }
 
+    /// Moves the data version without changing a topic, so the NameServers
+    /// take the next registration's topics (a new `brokerPermission`).
+    pub fn touch(&self) {
+        let mut s = self.state.write();
+        self.changed(&mut s);
+    }
+
     /// Creates or replaces a topic and waits until the table is on disk.
     pub fn upsert(&self, config: TopicConfig) -> Result<(), TopicError> {
         self.upsert_many(vec![config])
@@ -178,13 +185,6 @@ impl TopicConfigManager {
         if let Some(c) = self.get(topic) {
             return Ok((c, None));
         }
-        let queues = if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX)
-            || topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
-        {
-            1
-        } else {
-            queues
-        };
         let config = TopicConfig::new(topic, queues);
         check(&config)?;
         let mut s = self.state.write();
@@ -198,7 +198,7 @@ impl TopicConfigManager {
     }
 
     /// Creates those of `topics` that do not exist yet, with `queues`
-    /// queues each (one for retry and DLQ topics), in chunks of
+    /// queues each (a retry topic: its group's retryQueueNums), in chunks of
     /// [`CREATE_CHUNK`] under the write lock, without waiting for the disk.
     /// Names that are not legal topics are skipped. Returns how many were
     /// created (a heartbeat's retry topics: notify the NameServer registrar
@@ -213,11 +213,7 @@ impl TopicConfigManager {
                     .by_ref()
                     .take(CREATE_CHUNK)
                     .filter(|t| !s.topic_config_table.contains_key(t))
-                    .map(|t| {
-                        let retry_or_dlq = t.starts_with(RETRY_GROUP_TOPIC_PREFIX)
-                            || t.starts_with(DLQ_GROUP_TOPIC_PREFIX);
-                        TopicConfig::new(&t, if retry_or_dlq { 1 } else { queues })
-                    })
+                    .map(|t| TopicConfig::new(&t, queues))
                     .filter(|c| check(c).is_ok())
                     .collect()
             };
@@ -257,6 +253,19 @@ impl TopicConfigManager {
     /// Its change generations (how far the file has caught up).
     pub fn generations(&self) -> &Generations {
         &self.generations
+    }
+
+    /// A slave takes its master's table when its data version differs
+    /// (Java's SlaveSynchronize): the whole table and the version, written
+    /// behind. Returns whether it changed.
+    pub fn take_from_master(&self, master: TopicConfigSerializeWrapper) -> bool {
+        let mut s = self.state.write();
+        if s.data_version == master.data_version {
+            return false;
+        }
+        *s = master;
+        self.generations.mark();
+        true
     }
 
     /// Moves the data version and marks the change (under the write lock).
@@ -315,9 +324,9 @@ mod tests {
         let (c, created) = m.get_or_create("T1", 4).unwrap();
         assert!(created);
         assert_eq!(c.write_queue_nums, 4);
-        let (c, created) = m.get_or_create("%RETRY%g", 4).unwrap();
+        let (c, created) = m.get_or_create("%RETRY%g", 3).unwrap();
         assert!(created);
-        assert_eq!(c.read_queue_nums, 1);
+        assert_eq!(c.read_queue_nums, 3, "the caller's count (retryQueueNums)");
         assert!(matches!(
             m.upsert(TopicConfig::new("bad topic", 4)),
             Err(TopicError::Name(_))
@@ -378,7 +387,7 @@ mod tests {
             ]);
         let created = m.create_missing(names, 4);
         assert_eq!(created, CREATE_CHUNK * 2 + 10 - 1 + 2);
-        assert_eq!(m.get("%DLQ%g").unwrap().write_queue_nums, 1);
+        assert_eq!(m.get("%DLQ%g").unwrap().write_queue_nums, 4);
         assert_eq!(m.get("Plain").unwrap().write_queue_nums, 4);
         assert!(m.get("bad name").is_none());
         // One version step per chunk, not per topic.

@@ -8,11 +8,13 @@
 //! bounded sets only.
 
 mod http;
+pub mod items;
 pub mod process;
 mod store;
 pub mod tps;
 
 pub use http::serve_metrics;
+pub use items::{StatsItems, StatsKind};
 pub use store::{topic_class, StoreMetrics, Totals, TOPIC_CLASSES};
 pub use tps::BrokerStats;
 
@@ -74,6 +76,33 @@ pub mod names {
     pub const TRANSACTION_HALF_PENDING: &str = "rmq_transaction_half_pending";
     /// Check-backs sent.
     pub const TRANSACTION_CHECKS_TOTAL: &str = "rmq_transaction_checks_total";
+    /// Messages stored per second over the last minute, by topic (the 50
+    /// busiest; the rest summed as `topic="_other"`).
+    pub const TOPIC_PUT_TPS: &str = "rmq_topic_put_tps";
+    /// Messages pulled per second over the last minute, by (group, topic)
+    /// (the 50 busiest; the rest summed as `_other`).
+    pub const GROUP_GET_TPS: &str = "rmq_group_get_tps";
+    /// Messages stored since UTC midnight.
+    pub const PUT_MESSAGES_TODAY: &str = "rmq_put_messages_today";
+    /// Messages stored yesterday (UTC).
+    pub const PUT_MESSAGES_YESTERDAY: &str = "rmq_put_messages_yesterday";
+    /// Messages pulled since UTC midnight.
+    pub const GET_MESSAGES_TODAY: &str = "rmq_get_messages_today";
+    /// Messages pulled yesterday (UTC).
+    pub const GET_MESSAGES_YESTERDAY: &str = "rmq_get_messages_yesterday";
+    /// Slaves connected to this master.
+    pub const HA_SLAVES: &str = "rmq_ha_slaves";
+    /// Slaves in sync (connected and less than haMaxGapNotInSync behind):
+    /// what SYNC_MASTER sends wait on.
+    pub const HA_IN_SYNC_SLAVES: &str = "rmq_ha_in_sync_slaves";
+    /// The highest CommitLog offset a slave acknowledged.
+    pub const HA_ACKED_OFFSET: &str = "rmq_ha_slave_acked_offset";
+    /// CommitLog bytes no slave has acknowledged yet.
+    pub const HA_LAG_BYTES: &str = "rmq_ha_replication_lag_bytes";
+    /// Age of the oldest record no slave has acknowledged.
+    pub const HA_LAG_SECONDS: &str = "rmq_ha_replication_lag_seconds";
+    /// CommitLog bytes streamed to slaves (rate: HA bytes/s).
+    pub const HA_SENT_BYTES_TOTAL: &str = "rmq_ha_sent_bytes_total";
     /// Client connections open.
     pub const CONNECTIONS: &str = "rmq_connections";
     /// Stored messages a service passed over because it can never write

@@ -63,6 +63,8 @@ pub struct Totals {
     pub put_times: AtomicU64,
     /// Messages served by pulls.
     pub get_messages: AtomicU64,
+    /// Puts refused by the store (Java's putMessageFailedTimes).
+    pub put_failed: AtomicU64,
 }
 
 impl std::fmt::Debug for StoreMetrics {
@@ -114,6 +116,11 @@ impl StoreMetrics {
         self.totals.put_messages.fetch_add(n, Ordering::Relaxed);
         self.totals.put_times.fetch_add(1, Ordering::Relaxed);
         self.put_latency.record(took.as_secs_f64());
+    }
+
+    /// A put the store refused.
+    pub fn put_failed(&self) {
+        self.totals.put_failed.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A get returned `n` messages, taking `took`.

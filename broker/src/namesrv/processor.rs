@@ -15,8 +15,8 @@
 //!   `brokerId`.
 //! - `GET_ROUTEINFO_BY_TOPIC` header: `topic` (and `acceptStandardJsonOnly`,
 //!   which changes nothing here: this side only writes standard JSON).
-//! - `GET_KV_CONFIG` header: `namespace`, `key`; no KV store here, so every
-//!   lookup is `QUERY_NOT_FOUND`.
+//! - The administration codes (KV config, write permission, topic lists,
+//!   settings, data version) are in `admin.rs`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,6 +29,8 @@ use rmq_common::remoting::{HeaderError, RemotingCommand, RequestCode, ResponseCo
 use rmq_common::time::Clock;
 use serde::Serialize;
 
+use super::config::{NamesrvConfig, NamesrvOptions};
+use super::kv::KvConfig;
 use super::route::{BrokerIdentity, RouteInfoManager};
 use crate::remoting::{Connection, RequestHandler};
 
@@ -37,13 +39,13 @@ const MASTER_ID: i64 = 0;
 
 /// A request the handler refuses: the response code and the remark.
 #[derive(Debug)]
-struct Refusal {
+pub(super) struct Refusal {
     code: ResponseCode,
     remark: String,
 }
 
 impl Refusal {
-    fn new(code: ResponseCode, remark: impl Into<String>) -> Self {
+    pub(super) fn new(code: ResponseCode, remark: impl Into<String>) -> Self {
         Self {
             code,
             remark: remark.into(),
@@ -60,9 +62,9 @@ impl From<HeaderError> for Refusal {
 
 /// A success response: optional body and extra header fields.
 #[derive(Debug, Default)]
-struct Reply {
-    body: Option<Vec<u8>>,
-    ext: Vec<(&'static str, String)>,
+pub(super) struct Reply {
+    pub(super) body: Option<Vec<u8>>,
+    pub(super) ext: Vec<(&'static str, String)>,
 }
 
 /// Answers NameServer requests.
@@ -73,16 +75,44 @@ pub struct NameServerHandler {
     /// `haServerAddr` by broker address, kept here because the route tables
     /// do not hold it; a slave's registration is answered with its master's.
     ha_addrs: Mutex<HashMap<String, String>>,
+    /// The KV config.
+    pub(super) kv: KvConfig,
+    /// The NameServer's settings.
+    config: NamesrvConfig,
 }
 
 impl NameServerHandler {
-    /// A handler over `routes`; `clock` stamps heartbeats.
+    /// A handler over `routes`, with an in-memory KV table and default
+    /// settings; `clock` stamps heartbeats.
     pub fn new(routes: Arc<RouteInfoManager>, clock: Arc<dyn Clock>) -> Self {
+        let options = NamesrvOptions::in_memory(super::service::BROKER_EXPIRY_MS);
+        let kv = KvConfig::open(None).unwrap_or_else(|_| unreachable!("no file to read"));
+        Self::with_state(routes, clock, kv, NamesrvConfig::open(&options))
+    }
+
+    /// A handler over `routes`, `kv` and `config`.
+    pub fn with_state(
+        routes: Arc<RouteInfoManager>,
+        clock: Arc<dyn Clock>,
+        kv: KvConfig,
+        config: NamesrvConfig,
+    ) -> Self {
         Self {
             routes,
             clock,
             ha_addrs: Mutex::new(HashMap::new()),
+            kv,
+            config,
         }
+    }
+
+    /// The NameServer's settings.
+    pub fn config(&self) -> &NamesrvConfig {
+        &self.config
+    }
+
+    pub(super) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
     }
 
     /// The route tables.
@@ -107,12 +137,12 @@ impl NameServerHandler {
             Some(RequestCode::UnregisterBroker) => self.unregister_broker(req),
             Some(RequestCode::GetRouteInfoByTopic) => self.route_by_topic(req),
             Some(RequestCode::GetBrokerClusterInfo) => self.cluster_info(),
-            Some(RequestCode::GetKvConfig) => get_kv_config(req),
             Some(RequestCode::GetAllTopicListFromNameserver) => json_reply(&TopicList {
                 topic_list: self.routes.topic_names(),
             }),
             Some(RequestCode::DeleteTopicInNamesrv) => self.delete_topic(req),
-            _ => Err(Refusal::new(
+            Some(code) => self.admin(code, req),
+            None => Err(Refusal::new(
                 ResponseCode::RequestCodeNotSupported,
                 format!("request type {} not supported", req.code),
             )),
@@ -142,12 +172,6 @@ impl NameServerHandler {
 
     fn register_broker(&self, req: &RemotingCommand) -> Result<Reply, Refusal> {
         let ext = req.ext();
-        let id = BrokerIdentity {
-            cluster: ext.req_str("clusterName")?.to_owned(),
-            broker_name: ext.req_str("brokerName")?.to_owned(),
-            broker_id: ext.req_i64("brokerId")?,
-            broker_addr: ext.req_str("brokerAddr")?.to_owned(),
-        };
         // Not-null in Java, but a broker without HA sends it blank.
         let ha_server_addr = ext
             .get_str("haServerAddr")
@@ -156,6 +180,13 @@ impl NameServerHandler {
             })?
             .trim()
             .to_owned();
+        let id = BrokerIdentity {
+            cluster: ext.req_str("clusterName")?.to_owned(),
+            broker_name: ext.req_str("brokerName")?.to_owned(),
+            broker_id: ext.req_i64("brokerId")?,
+            broker_addr: ext.req_str("brokerAddr")?.to_owned(),
+            ha_server_addr: ha_server_addr.clone(),
+        };
         let compressed = ext.get_bool("compressed")?.unwrap_or(false);
         let body = req.body.as_deref().unwrap_or_default();
         let expected_crc = ext.get_i32("bodyCrc32")?.unwrap_or(0);
@@ -258,17 +289,7 @@ impl NameServerHandler {
     }
 }
 
-fn get_kv_config(req: &RemotingCommand) -> Result<Reply, Refusal> {
-    let ext = req.ext();
-    let namespace = ext.req_str("namespace")?;
-    let key = ext.req_str("key")?;
-    Err(Refusal::new(
-        ResponseCode::QueryNotFound,
-        format!("No config item, Namespace: {namespace} Key: {key}"),
-    ))
-}
-
-fn json_reply<T: Serialize>(value: &T) -> Result<Reply, Refusal> {
+pub(super) fn json_reply<T: Serialize>(value: &T) -> Result<Reply, Refusal> {
     let body = serde_json::to_vec(value).map_err(|e| {
         Refusal::new(
             ResponseCode::SystemError,

@@ -165,7 +165,18 @@ struct Inner {
     silent: std::sync::atomic::AtomicBool,
     wake: Notify,
     passes: watch::Sender<u64>,
+    /// The master the answers named last.
+    master: watch::Sender<Option<MasterInfo>>,
     cancel: CancellationToken,
+}
+
+/// A slave's master as a register answer names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MasterInfo {
+    /// Where it takes slaves (`haServerAddr`).
+    pub ha_addr: String,
+    /// Where it serves requests (`masterAddr`).
+    pub broker_addr: String,
 }
 
 /// Keeps this broker registered with its NameServers. Cheap to clone; every
@@ -231,6 +242,7 @@ impl BrokerRegistrar {
             silent: std::sync::atomic::AtomicBool::new(false),
             wake: Notify::new(),
             passes: watch::channel(0).0,
+            master: watch::channel(None).0,
             cancel,
         });
         tracker.spawn(run(Arc::clone(&inner), period));
@@ -258,6 +270,12 @@ impl BrokerRegistrar {
     /// waiting on a [`BrokerRegistrar::trigger`].
     pub fn passes(&self) -> watch::Receiver<u64> {
         self.inner.passes.subscribe()
+    }
+
+    /// This broker's master, as the NameServers' answers name it (slaves
+    /// only; `None` until one does).
+    pub fn master(&self) -> watch::Receiver<Option<MasterInfo>> {
+        self.inner.master.subscribe()
     }
 
     /// What the last registration sent, once one was built.
@@ -334,11 +352,26 @@ impl Inner {
         }
         let req = register_request(&id, body, stats.compressed);
         let calls = self.links.iter().map(|link| link.register(req.clone()));
-        let failures: Vec<NameServerError> = futures::future::join_all(calls)
-            .await
-            .into_iter()
-            .filter_map(Result::err)
-            .collect();
+        let mut failures: Vec<NameServerError> = Vec::new();
+        let mut master = None;
+        for result in futures::future::join_all(calls).await {
+            match result {
+                Ok(addr) => master = master.or(addr),
+                Err(e) => failures.push(e),
+            }
+        }
+        // As Java: the master from the answers (kept when no answer names
+        // one, as a master that is down names none).
+        if let Some(info) = master {
+            self.master.send_if_modified(|old| {
+                let changed = old.as_ref() != Some(&info);
+                if changed {
+                    tracing::info!(master = %info.broker_addr, master_ha = %info.ha_addr, "the NameServer names this broker's master");
+                    *old = Some(info.clone());
+                }
+                changed
+            });
+        }
         if failures.is_empty() {
             Ok(())
         } else {
@@ -396,8 +429,8 @@ pub fn encode_body(
 pub fn register_request(id: &BrokerIdentity, body: Vec<u8>, compressed: bool) -> RemotingCommand {
     let mut req = RemotingCommand::request(RequestCode::RegisterBroker);
     put_identity(&mut req, id);
-    // No HA in this broker; the field is not-null in Java, so send it blank.
-    req.put_ext("haServerAddr", "");
+    // Not-null in Java: blank for a broker that takes no slaves.
+    req.put_ext("haServerAddr", &id.ha_server_addr);
     req.put_ext("compressed", compressed);
     req.put_ext("bodyCrc32", body_crc(&body));
     req.with_body(body)
@@ -411,15 +444,17 @@ fn put_identity(req: &mut RemotingCommand, id: &BrokerIdentity) {
 }
 
 impl Link {
-    async fn register(&self, req: RemotingCommand) -> Result<(), NameServerError> {
+    /// Registers; returns the master the answer names (a slave's
+    /// registration, once its master registered), if any.
+    async fn register(&self, req: RemotingCommand) -> Result<Option<MasterInfo>, NameServerError> {
         let mut state = self.state.lock().await;
         let result = self.call(&mut state, req, REGISTER_TIMEOUT).await;
         match &result {
-            Ok(()) if state.failing => {
+            Ok(_) if state.failing => {
                 state.failing = false;
                 tracing::info!(namesrv = %self.addr, "registration with NameServer works again");
             }
-            Ok(()) => tracing::trace!(namesrv = %self.addr, "registered with NameServer"),
+            Ok(_) => tracing::trace!(namesrv = %self.addr, "registered with NameServer"),
             Err(e) if !state.failing => {
                 state.failing = true;
                 tracing::warn!(
@@ -433,7 +468,19 @@ impl Link {
                 tracing::debug!(namesrv = %self.addr, error = %e, "registration still failing")
             }
         }
-        result
+        result.map(|resp| {
+            let ext = resp.ext();
+            let field = |k| {
+                ext.get_str(k)
+                    .map(str::trim)
+                    .filter(|a| !a.is_empty())
+                    .map(str::to_owned)
+            };
+            Some(MasterInfo {
+                ha_addr: field("haServerAddr")?,
+                broker_addr: field("masterAddr")?,
+            })
+        })
     }
 
     /// Best effort, bounded by [`UNREGISTER_TIMEOUT`]; closes the connection.
@@ -447,7 +494,7 @@ impl Link {
             result
         };
         match tokio::time::timeout(UNREGISTER_TIMEOUT, exchange).await {
-            Ok(Ok(())) => tracing::info!(namesrv = %self.addr, "unregistered from NameServer"),
+            Ok(Ok(_)) => tracing::info!(namesrv = %self.addr, "unregistered from NameServer"),
             Ok(Err(e)) => tracing::info!(namesrv = %self.addr, error = %e, "unregister failed"),
             Err(_) => tracing::info!(
                 namesrv = %self.addr,
@@ -464,7 +511,7 @@ impl Link {
         state: &mut LinkState,
         req: RemotingCommand,
         timeout: Duration,
-    ) -> Result<(), NameServerError> {
+    ) -> Result<RemotingCommand, NameServerError> {
         let client = match state.client.take() {
             Some(client) if !client.is_closed() => client,
             stale => {
@@ -486,7 +533,7 @@ impl Link {
         };
         state.client = Some(client);
         if resp.code == ResponseCode::Success.code() {
-            Ok(())
+            Ok(resp)
         } else {
             Err(NameServerError::Rejected {
                 addr: self.addr,

@@ -8,6 +8,7 @@ use rmq_common::remoting::body::{
     BrokerData, ClusterInfo, DataVersion, QueueData, TopicConfig, TopicConfigSerializeWrapper,
     TopicRouteData,
 };
+use rmq_common::remoting::body::{PERM_READ, PERM_WRITE};
 
 /// A registration request's identity fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +21,9 @@ pub struct BrokerIdentity {
     pub broker_id: i64,
     /// Address clients use.
     pub broker_addr: String,
+    /// Where its slaves connect for replication (`haServerAddr`; blank when
+    /// it takes none).
+    pub ha_server_addr: String,
 }
 
 #[derive(Debug, Default)]
@@ -150,6 +154,100 @@ impl RouteInfoManager {
         names
     }
 
+    /// WIPE_WRITE_PERM_OF_BROKER (`wipe`) and ADD_WRITE_PERM_OF_BROKER: the
+    /// write bit of every topic `broker_name` serves is cleared, or the
+    /// perm set to read-write (6) as Java sets it; returns how many topics
+    /// that touched. The broker's routine re-registrations (same data
+    /// version) leave it so; a topic change on the broker brings its own
+    /// perms back, as in Java.
+    pub fn change_write_perm(&self, broker_name: &str, wipe: bool) -> usize {
+        let mut t = self.tables.write();
+        let Tables {
+            topics,
+            broker_topics,
+            ..
+        } = &mut *t;
+        let Some(names) = broker_topics.get(broker_name) else {
+            return 0;
+        };
+        let mut count = 0;
+        for topic in names {
+            if let Some(q) = topics.get_mut(topic).and_then(|m| m.get_mut(broker_name)) {
+                q.perm = if wipe {
+                    q.perm & !PERM_WRITE
+                } else {
+                    PERM_READ | PERM_WRITE
+                };
+                count += 1;
+            }
+        }
+        count
+    }
+
+    /// GET_TOPICS_BY_CLUSTER: every topic a broker of `cluster` serves
+    /// (none for an unknown cluster), sorted.
+    pub fn topics_of_cluster(&self, cluster: &str) -> Vec<String> {
+        let t = self.tables.read();
+        let mut out = BTreeSet::new();
+        for name in t.clusters.get(cluster).into_iter().flatten() {
+            out.extend(t.broker_topics.get(name).into_iter().flatten().cloned());
+        }
+        out.into_iter().collect()
+    }
+
+    /// GET_SYSTEM_TOPIC_LIST_FROM_NS: the cluster names and broker names
+    /// (each is a topic in Java), and the address of one broker to ask for
+    /// its own (a master where there is one).
+    pub fn system_topics(&self) -> (Vec<String>, Option<String>) {
+        let t = self.tables.read();
+        let mut names: BTreeSet<String> = BTreeSet::new();
+        for (cluster, brokers) in &t.clusters {
+            names.insert(cluster.clone());
+            names.extend(brokers.iter().cloned());
+        }
+        let addr = t
+            .brokers
+            .values()
+            .find_map(|b| b.broker_addrs.values().next().cloned());
+        (names.into_iter().collect(), addr)
+    }
+
+    /// Topics whose `topicSysFlag` (from the first broker serving them)
+    /// passes `keep`, sorted.
+    pub fn topics_by_sys_flag(&self, keep: impl Fn(i32) -> bool) -> Vec<String> {
+        let t = self.tables.read();
+        let mut out: Vec<String> = t
+            .topics
+            .iter()
+            .filter(|(_, q)| q.values().next().is_some_and(|q| keep(q.topic_sys_flag)))
+            .map(|(name, _)| name.clone())
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// QUERY_DATA_VERSION: whether `version` differs from what `broker_addr`
+    /// last registered (an unknown broker: changed), and what that was. An
+    /// unchanged answer counts as a heartbeat, as in Java.
+    pub fn query_data_version(
+        &self,
+        broker_addr: &str,
+        version: &DataVersion,
+        now_ms: i64,
+    ) -> (bool, Option<DataVersion>) {
+        let mut t = self.tables.write();
+        match t.live.get_mut(broker_addr) {
+            Some((seen, known)) => {
+                let changed = known != version;
+                if !changed {
+                    *seen = now_ms;
+                }
+                (changed, Some(known.clone()))
+            }
+            None => (true, None),
+        }
+    }
+
     /// DELETE_TOPIC_IN_NAMESRV: the topic leaves the routes of the brokers
     /// of `cluster` (of every broker when `None`). A broker that still has
     /// the topic brings it back with its next registration, as in Java.
@@ -241,6 +339,7 @@ mod tests {
             broker_name: name.into(),
             broker_id: 0,
             broker_addr: addr.into(),
+            ha_server_addr: String::new(),
         }
     }
 

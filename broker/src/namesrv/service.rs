@@ -16,8 +16,11 @@ use futures::future::BoxFuture;
 use rmq_common::remoting::{RemotingCommand, RequestCode};
 use tokio::sync::Semaphore;
 
+use super::config::{NamesrvConfig, NamesrvOptions};
+use super::kv::KvConfig;
 use super::processor::NameServerHandler;
 use super::route::RouteInfoManager;
+use crate::error::MetaError;
 use crate::remoting::{serve, Connection, RequestHandler, ServerOptions};
 
 /// Default of `namesrvBrokerExpiry`: a broker not heard from for this long
@@ -33,19 +36,25 @@ pub const SCAN_INTERVAL: Duration = Duration::from_secs(10);
 pub struct NameServer {
     handler: Arc<NameServerHandler>,
     clock: Arc<dyn Clock>,
-    expiry_ms: i64,
 }
 
 impl NameServer {
-    /// Empty route tables; `clock` stamps heartbeats and drives expiry; a
-    /// broker silent for more than `expiry_ms` is dropped.
-    pub fn new(clock: Arc<dyn Clock>, expiry_ms: i64) -> Self {
+    /// Empty route tables and the KV table and settings `options` keeps;
+    /// `clock` stamps heartbeats and drives expiry. Fails if a kept file is
+    /// not what it should be (it is left as it is).
+    pub fn new(clock: Arc<dyn Clock>, options: &NamesrvOptions) -> Result<Self, MetaError> {
         let routes = Arc::new(RouteInfoManager::new());
-        Self {
-            handler: Arc::new(NameServerHandler::new(routes, Arc::clone(&clock))),
+        let kv = KvConfig::open(options.kv_config_path().as_deref())?;
+        let config = NamesrvConfig::open(options);
+        Ok(Self {
+            handler: Arc::new(NameServerHandler::with_state(
+                routes,
+                Arc::clone(&clock),
+                kv,
+                config,
+            )),
             clock,
-            expiry_ms,
-        }
+        })
     }
 
     /// Serves NameServer requests on `listener` and runs the expiry scan
@@ -54,12 +63,13 @@ impl NameServer {
     pub async fn start(
         listener: TcpListener,
         clock: Arc<dyn Clock>,
-        expiry_ms: i64,
+        options: &NamesrvOptions,
         cancel: CancellationToken,
         tracker: TaskTracker,
     ) -> io::Result<NameServerHandle> {
         let addr = listener.local_addr()?;
-        let server = Arc::new(Self::new(clock, expiry_ms));
+        let server = Arc::new(Self::new(clock, options).map_err(io::Error::other)?);
+        server.handler.config().set_listen_port(addr.port());
         tracker.spawn(serve(
             listener,
             Arc::new(OneRegistrationAtATime::new(Arc::clone(&server.handler))),
@@ -85,11 +95,12 @@ impl NameServer {
     /// One expiry pass: drops every broker address not heard from for
     /// the expiry; returns the dropped addresses.
     pub fn scan_once(&self) -> Vec<String> {
-        let dropped = self.routes().expire(self.clock.now_ms(), self.expiry_ms);
+        let expiry_ms = self.handler.config().expiry_ms();
+        let dropped = self.routes().expire(self.clock.now_ms(), expiry_ms);
         for addr in &dropped {
             tracing::warn!(
                 broker_addr = %addr,
-                expiry_ms = self.expiry_ms,
+                expiry_ms,
                 "broker expired: no registration within the expiry; dropped from routes"
             );
         }

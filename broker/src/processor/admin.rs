@@ -43,6 +43,81 @@ const BROKER_TOPICS: [&str; 5] = [
     rmq_common::constants::CHECKPOINT_TOPIC,
 ];
 
+/// GET_SYSTEM_TOPIC_LIST_FROM_BROKER: RocketMQ's system topics, the
+/// cluster and broker names, and the cluster's reply topic.
+pub fn system_topics(ctx: &BrokerContext) -> Handled {
+    let b = &ctx.settings.broker;
+    let mut list: Vec<String> = rmq_common::names::SYSTEM_TOPICS
+        .iter()
+        .map(|t| (*t).to_owned())
+        .collect();
+    list.push(b.broker_cluster_name.clone());
+    list.push(b.broker_name.clone());
+    list.push(super::reply::reply_topic(&b.broker_cluster_name));
+    json_success(&rmq_common::remoting::body::TopicList { topic_list: list })
+}
+
+/// CLEAN_UNUSED_TOPIC: the consume queues of topics no longer in the
+/// table go (their CommitLog records stay until retention).
+pub async fn clean_unused_topic(ctx: &Arc<BrokerContext>) -> Handled {
+    let ctx2 = Arc::clone(ctx);
+    let gone = blocking(move || {
+        ctx2.store
+            .clean_unused_topics(|t| BROKER_TOPICS.contains(&t) || ctx2.topics.get(t).is_some())
+    })
+    .await??;
+    for topic in &gone {
+        ctx.items.remove_topic(topic);
+    }
+    tracing::info!(?gone, "unused topics' consume queues removed");
+    Ok(success())
+}
+
+/// RESUME_CHECK_HALF_MESSAGE: a copy of the half message `msgId` names is
+/// appended to the half topic with its check count at 0, so the check
+/// service asks its producer again from the start.
+pub async fn resume_check_half(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+    use rmq_common::constants::property;
+    use rmq_common::constants::TRANS_HALF_TOPIC;
+    use rmq_common::message::record::RecordView;
+    let msg_id = req.ext().req_str("msgId")?.to_owned();
+    let failed = |why: String| {
+        Refusal::new(
+            ResponseCode::SystemError,
+            format!("Exception was thrown when putting message back to {TRANS_HALF_TOPIC}: {why}"),
+        )
+    };
+    let (_, offset) = rmq_common::message::msg_id::decode_offset_msg_id(&msg_id)
+        .map_err(|e| failed(format!("msgId {msg_id:?}: {e}")))?;
+    let store = Arc::clone(&ctx.store);
+    let store_host = ctx.store_host;
+    blocking(move || -> Result<(), Refusal> {
+        let record = store
+            .record_at(offset)
+            .ok_or_else(|| failed(format!("no message at CommitLog offset {offset}")))?;
+        let view = RecordView::parse(record.bytes(), false).map_err(|e| failed(e.to_string()))?;
+        if view.topic() != TRANS_HALF_TOPIC {
+            return Err(failed(format!(
+                "the message at offset {offset} is in {}, not a half message",
+                view.topic()
+            )));
+        }
+        let mut copy = view.to_message();
+        copy.properties
+            .insert(property::TRANSACTION_CHECK_TIMES, "0".to_owned());
+        copy.topic = TRANS_HALF_TOPIC.to_owned();
+        copy.queue_id = 0;
+        copy.store_host = store_host;
+        store
+            .put_message(&copy)
+            .map_err(|e| failed(e.to_string()))?;
+        Ok(())
+    })
+    .await??;
+    tracing::info!(msg_id, "half message put back for checking from the start");
+    Ok(success())
+}
+
 /// DELETE_TOPIC_IN_BROKER: the topic leaves the table (and, through the
 /// next registration, the NameServer's routes), its consume queues are
 /// removed on either backend, and every group's offsets of it are dropped.
@@ -55,6 +130,7 @@ pub async fn delete_topic(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Ha
         ctx2.topics.delete(&t)?;
         ctx2.store.delete_topic(&t)?;
         ctx2.offsets.remove_topic(&t);
+        ctx2.items.remove_topic(&t);
         Ok(())
     })
     .await??;
@@ -140,8 +216,9 @@ pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingC
         }
         RequestCode::GetAllTopicConfig => json_success(&ctx.topics.table()),
         RequestCode::GetBrokerConfig => {
-            // RocketMQ answers with the settings as `key=value` lines.
-            let mut lines = Vec::new();
+            // RocketMQ answers with the settings as `key=value` lines,
+            // with what UPDATE_BROKER_CONFIG changed since the start.
+            let mut lines = std::collections::BTreeMap::new();
             for value in [
                 serde_json::to_value(&ctx.settings.broker),
                 serde_json::to_value(&ctx.settings.store),
@@ -154,12 +231,18 @@ pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingC
                             serde_json::Value::String(s) => s,
                             other => other.to_string(),
                         };
-                        lines.push(format!("{k}={v}"));
+                        lines.insert(k, v);
                     }
                 }
             }
-            lines.sort();
-            Ok(success().with_body(lines.join("\n").into_bytes()))
+            lines.extend(
+                ctx.runtime
+                    .pairs()
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v)),
+            );
+            let text: Vec<String> = lines.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            Ok(success().with_body(text.join("\n").into_bytes()))
         }
         _ => Err(Refusal::new(
             ResponseCode::RequestCodeNotSupported,

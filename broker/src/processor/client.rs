@@ -58,11 +58,23 @@ pub fn handle(
             // in memory only (the meta persister writes the table behind,
             // once for many), and one notice to the registrar however many
             // were new (it registers off the request path, coalesced).
-            let retries = hb
-                .consumer_data_set
-                .iter()
-                .map(|c| format!("{RETRY_GROUP_TOPIC_PREFIX}{}", c.group_name));
-            if ctx.topics.create_missing(retries, 1) > 0 {
+            // Its queue count is the subscription group's retryQueueNums
+            // (the group is created with the defaults on first sight,
+            // unless autoCreateSubscriptionGroup is off).
+            let names = hb.consumer_data_set.iter().map(|c| c.group_name.as_str());
+            let configs = if ctx.settings.broker.auto_create_subscription_group {
+                ctx.groups.get_or_create(names)
+            } else {
+                names.filter_map(|g| ctx.groups.get(g)).collect()
+            };
+            let mut created = 0;
+            for g in configs {
+                let retry = format!("{RETRY_GROUP_TOPIC_PREFIX}{}", g.group_name);
+                created += ctx
+                    .topics
+                    .create_missing([retry], g.retry_queue_nums.max(1));
+            }
+            if created > 0 {
                 ctx.topics_changed.notify_one();
             }
             let change = ctx.clients.heartbeat(conn, &hb, req.language, req.version);

@@ -82,11 +82,108 @@ pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingC
             let ctx2 = Arc::clone(ctx);
             blocking(move || reset_offset(&ctx2, &topic, &group, timestamp, force)).await?
         }
+        RequestCode::GetAllSubscriptiongroupConfig => Ok(success().with_body(
+            ctx.groups
+                .wrapper_json()
+                .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?,
+        )),
+        RequestCode::GetAllProducerInfo => {
+            json_success(&serde_json::json!({ "data": ctx.clients.producer_table() }))
+        }
+        RequestCode::CloneGroupOffset => {
+            let src = ext.req_str("srcGroup")?;
+            let dest = ext.req_str("destGroup")?;
+            validate_group(dest)
+                .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+            let topic = ext.get_str("topic").filter(|t| !t.is_empty());
+            let offline = ext.get_bool("offline")?.unwrap_or(false);
+            let cloned = clone_offsets(ctx, src, dest, topic, offline);
+            tracing::info!(src, dest, topic, cloned, "group offsets cloned");
+            Ok(success())
+        }
+        RequestCode::QueryCorrectionOffset => {
+            let topic = ext.req_str("topic")?.to_owned();
+            let compare = ext.req_str("compareGroup")?.to_owned();
+            let filter: Vec<String> = ext
+                .get_str("filterGroups")
+                .unwrap_or_default()
+                .split(',')
+                .map(str::trim)
+                .filter(|g| !g.is_empty())
+                .map(str::to_owned)
+                .collect();
+            let ctx2 = Arc::clone(ctx);
+            blocking(move || correction_offsets(&ctx2, &topic, &compare, &filter)).await?
+        }
         _ => Err(Refusal::new(
             ResponseCode::RequestCodeNotSupported,
             "not a group request",
         )),
     }
+}
+
+/// CLONE_GROUP_OFFSET: `dest` takes `src`'s committed offsets of `topic`
+/// (of every topic `src` has offsets for when `None`), except, unless
+/// `offline`, topics an online `src` no longer subscribes to. Returns the
+/// queues copied. (Java 4.9 copies only the named topic whatever the loop
+/// finds, so with no topic it copies nothing; this copies what it says.)
+fn clone_offsets(
+    ctx: &BrokerContext,
+    src: &str,
+    dest: &str,
+    topic: Option<&str>,
+    offline: bool,
+) -> usize {
+    let online = ctx.clients.consumer_connection(src);
+    let mut copied = 0;
+    for (t, q, offset) in ctx.offsets.group_offsets(src) {
+        if topic.is_some_and(|want| want != t) || ctx.topics.get(&t).is_none() {
+            continue;
+        }
+        if !offline
+            && online.as_ref().is_some_and(|c| {
+                !c.subscription_table.is_empty() && !c.subscription_table.contains_key(&t)
+            })
+        {
+            continue;
+        }
+        ctx.offsets.commit(dest, &t, q, offset);
+        copied += 1;
+    }
+    copied
+}
+
+/// QUERY_CORRECTION_OFFSET: per queue of `topic`, the lowest offset any
+/// group (but those in `filter`) has committed that is still stored; where
+/// `compare` has committed less than that, `i64::MAX` ("no correction").
+/// Java 4.9 also deletes the filtered groups' offsets as a side effect of
+/// leaving them out; this leaves them alone.
+fn correction_offsets(
+    ctx: &BrokerContext,
+    topic: &str,
+    compare: &str,
+    filter: &[String],
+) -> Handled {
+    let mut min: std::collections::BTreeMap<i32, i64> = std::collections::BTreeMap::new();
+    for (group, t, q, offset) in ctx.offsets.all() {
+        if t != topic || filter.contains(&group) {
+            continue;
+        }
+        if offset >= ctx.store.min_offset_in_queue(topic, q)? {
+            let e = min.entry(q).or_insert(offset);
+            *e = (*e).min(offset);
+        }
+    }
+    for (q, v) in &mut min {
+        if let Some(c) = ctx.offsets.query(compare, topic, *q) {
+            if *v > c {
+                *v = i64::MAX;
+            }
+        }
+    }
+    let entries: Vec<String> = min.iter().map(|(q, v)| format!("{q}:{v}")).collect();
+    let body = format!("{{\"correctionOffsets\":{{{}}}}}", entries.join(","));
+    Ok(success().with_body(body.into_bytes()))
 }
 
 /// Java's `Broker2Client.resetOffset`: the offsets a timestamp (-1: the

@@ -3,7 +3,9 @@
 
 pub mod admin;
 pub mod client;
+pub mod consumers;
 pub mod groups;
+pub mod inspect;
 pub mod lock;
 pub mod offsets;
 pub mod pull;
@@ -22,6 +24,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use parking_lot::Mutex;
+use rmq_common::remoting::catalog::Served;
 use rmq_common::remoting::{HeaderError, RemotingCommand, RequestCode, ResponseCode};
 use tokio_util::sync::CancellationToken;
 
@@ -203,7 +206,7 @@ async fn dispatch(
         RequestCode::DeleteTopicInBroker => admin::delete_topic(ctx, req).await,
         RequestCode::CleanExpiredConsumequeue => admin::clean_expired_cq(ctx).await,
         RequestCode::GetBrokerRuntimeInfo => runtime::runtime_info(ctx).await,
-        RequestCode::UpdateBrokerConfig => runtime::update_config(req),
+        RequestCode::UpdateBrokerConfig => runtime::update_config(ctx, req),
         RequestCode::GetTopicStatsInfo
         | RequestCode::GetConsumeStats
         | RequestCode::QueryTopicConsumeByWho => stats::handle(ctx, code, req).await,
@@ -211,7 +214,28 @@ async fn dispatch(
         | RequestCode::DeleteSubscriptionGroup
         | RequestCode::GetConsumerConnectionList
         | RequestCode::GetProducerConnectionList
-        | RequestCode::InvokeBrokerToResetOffset => groups::handle(ctx, code, req).await,
+        | RequestCode::InvokeBrokerToResetOffset
+        | RequestCode::GetAllSubscriptiongroupConfig
+        | RequestCode::GetAllProducerInfo
+        | RequestCode::CloneGroupOffset
+        | RequestCode::QueryCorrectionOffset => groups::handle(ctx, code, req).await,
+        RequestCode::InvokeBrokerToGetConsumerStatus
+        | RequestCode::GetConsumerRunningInfo
+        | RequestCode::ConsumeMessageDirectly => consumers::handle(ctx, code, req).await,
+        RequestCode::QueryConsumeTimeSpan
+        | RequestCode::ViewBrokerStatsData
+        | RequestCode::GetBrokerConsumeStats
+        | RequestCode::QueryConsumeQueue => inspect::handle(ctx, code, req).await,
+        RequestCode::GetSystemTopicListFromBroker => admin::system_topics(ctx),
+        // What a slave copies from its master (with 21 and 201).
+        RequestCode::GetAllConsumerOffset => ctx
+            .offsets
+            .table_json()
+            .map(|body| success().with_body(body))
+            .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string())),
+        RequestCode::GetAllDelayOffset => json_success(&ctx.scheduler.offsets_json()),
+        RequestCode::CleanUnusedTopic => admin::clean_unused_topic(ctx).await,
+        RequestCode::ResumeCheckHalfMessage => admin::resume_check_half(ctx, req).await,
         RequestCode::LockBatchMq | RequestCode::UnlockBatchMq => lock::handle(ctx, code, req),
         RequestCode::GetKvConfig => Ok(RemotingCommand::response(
             ResponseCode::QueryNotFound,
@@ -222,12 +246,19 @@ async fn dispatch(
     Some(result.unwrap_or_else(|e| e.into_response()))
 }
 
+/// REQUEST_CODE_NOT_SUPPORTED, saying why where the request-code table
+/// (`rmq_common::remoting::catalog`) says.
 fn unsupported(code: i32) -> RemotingCommand {
     let name = RequestCode::from_i32(code).map_or("", |c| c.name());
+    let why = match rmq_common::remoting::catalog::entry(code).map(|e| e.served) {
+        Some(Served::No(why)) => why,
+        Some(Served::NameServer) => "served by the NameServer, not the broker",
+        _ => "not a request code this broker knows",
+    };
     RemotingCommand::response(
         ResponseCode::RequestCodeNotSupported,
         Some(format!(
-            "request code {code} {name} is not supported by this broker"
+            "request code {code} {name} is not supported by this broker: {why}"
         )),
     )
 }
@@ -280,7 +311,7 @@ impl From<rmq_store_file::StoreError> for Refusal {
             E::MessageIllegal { .. } | E::IllegalName(_) | E::Encode(_) => {
                 ResponseCode::MessageIllegal
             }
-            E::Poisoned { .. } | E::ShutDown | E::DiskFull { .. } => {
+            E::Poisoned { .. } | E::ShutDown | E::DiskFull { .. } | E::Slave => {
                 ResponseCode::ServiceNotAvailable
             }
             // A new CommitLog segment could not be allocated: nothing was

@@ -25,9 +25,19 @@ pub async fn handle(
     conn_gone: impl FnOnce() -> CancellationToken,
 ) -> Handled {
     let h = PullMessageRequestHeader::from_ext(&req.ext())?;
+    if !ctx.runtime.readable() {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!(
+                "the broker[{}] pulling message is forbidden",
+                ctx.store_host
+            ),
+        ));
+    }
     validate_group(&h.consumer_group)
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
     validate_topic(&h.topic).map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+    group_may_pull(ctx, &h.consumer_group)?;
     let topic = ctx.topics.get(&h.topic).ok_or_else(|| {
         Refusal::new(
             ResponseCode::TopicNotExist,
@@ -71,10 +81,10 @@ pub async fn handle(
     let mut result = get(ctx, &h, max_count, max_bytes, &filter).await?;
     let suspend = pull_sys_flag::has_suspend(h.sys_flag);
     if suspend && pull_code(&result, h.queue_offset) == ResponseCode::PullNotFound {
-        let wait = if ctx.settings.broker.long_polling_enable {
+        let wait = if ctx.runtime.long_polling_enable() {
             Duration::from_millis(u64::try_from(h.suspend_timeout_millis).unwrap_or(0))
         } else {
-            Duration::from_millis(ctx.settings.broker.short_polling_time_ms)
+            Duration::from_millis(ctx.runtime.short_polling_time_ms())
         };
         let store = Arc::clone(&ctx.store);
         let (topic, queue_id, offset) = (h.topic.clone(), h.queue_id, h.queue_offset);
@@ -90,7 +100,46 @@ pub async fn handle(
             result = get(ctx, &h, max_count, max_bytes, &filter).await?;
         }
     }
+    if !result.messages.is_empty() {
+        ctx.items.group_get(
+            &h.topic,
+            &h.consumer_group,
+            result.messages.len() as u64,
+            result.total_bytes as u64,
+        );
+    }
     Ok(response(&result, h.queue_offset))
+}
+
+/// Java's checks of the subscription group: it exists (or is created on
+/// first use), may consume, and may consume by broadcasting if it does.
+fn group_may_pull(ctx: &BrokerContext, group: &str) -> Result<(), Refusal> {
+    let permits = match ctx.groups.permits(group) {
+        Some(p) => p,
+        None if ctx.settings.broker.auto_create_subscription_group => {
+            ctx.groups.get_or_create([group]);
+            return Ok(());
+        }
+        None => {
+            return Err(Refusal::new(
+                ResponseCode::SubscriptionGroupNotExist,
+                format!("subscription group [{group}] does not exist"),
+            ))
+        }
+    };
+    if !permits.consume_enable {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!("subscription group no permission, {group}"),
+        ));
+    }
+    if !permits.consume_broadcast_enable && ctx.clients.is_broadcasting(group) {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!("the consumer group[{group}] can not consume by broadcast way"),
+        ));
+    }
+    Ok(())
 }
 
 async fn get(

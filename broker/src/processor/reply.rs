@@ -65,7 +65,7 @@ pub async fn handle(
         queue_offset: 0,
         transaction_id: None,
     };
-    if ctx.settings.broker.store_reply_message_enable {
+    if ctx.runtime.store_reply_message_enable() {
         let msg = super::send::message_from(ctx, conn, &header, queue_id, properties, body);
         // As RocketMQ: the answer is the push's; a failed store is logged.
         match ctx.store.put_async(std::slice::from_ref(&msg)).await {

@@ -20,6 +20,9 @@ pub const BROKER_VERSION_DESC: &str = "V4_9_8";
 /// GET_BROKER_RUNTIME_INFO: the `KVTable` of Java's broker, with the keys
 /// mqadmin brokerStatus and clusterList print, from this broker's own state.
 /// Thread-pool keys are 0: requests are not queued in Java's pools here.
+/// `pageCacheLockTimeMills` is how long the append holding the CommitLog
+/// put lock has held it; `putMessageFailedTimes` counts puts the store
+/// refused.
 pub async fn runtime_info(ctx: &Arc<BrokerContext>) -> Handled {
     let ctx = Arc::clone(ctx);
     let table = blocking(move || table(&ctx)).await??;
@@ -36,14 +39,7 @@ fn table(ctx: &BrokerContext) -> Result<BTreeMap<&'static str, String>, Refusal>
     let root = &ctx.settings.store.store_path_root_dir;
     let disk_ratio = FsDiskUsage(root.clone()).used_ratio().unwrap_or(0.0);
     let (total, free) = disk_space(root);
-    let earliest = store
-        .record_at(store.min_phy_offset())
-        .and_then(|s| {
-            rmq_common::message::record::RecordView::parse(s.bytes(), false)
-                .ok()
-                .map(|v| v.store_timestamp())
-        })
-        .unwrap_or(0);
+    let earliest = store.store_time_at(store.min_phy_offset()).unwrap_or(0);
     let put_times = totals.put_times.load(Ordering::Relaxed);
     let mut t = BTreeMap::new();
     let mut set = |k: &'static str, v: String| {
@@ -77,11 +73,17 @@ fn table(ctx: &BrokerContext) -> Result<BTreeMap<&'static str, String>, Refusal>
         "sendThreadPoolQueueHeadWaitTimeMills",
         "pullThreadPoolQueueHeadWaitTimeMills",
         "queryThreadPoolQueueHeadWaitTimeMills",
-        "pageCacheLockTimeMills",
-        "putMessageFailedTimes",
     ] {
         set(k, "0".into());
     }
+    set(
+        "putMessageFailedTimes",
+        totals.put_failed.load(Ordering::Relaxed).to_string(),
+    );
+    set(
+        "pageCacheLockTimeMills",
+        store.commit_log().put_lock_held_ms().to_string(),
+    );
     set(
         "dispatchBehindBytes",
         store.dispatch_behind_bytes().to_string(),
@@ -138,22 +140,20 @@ fn human(bytes: u64) -> String {
     format!("{gib:.1} GiB")
 }
 
-/// UPDATE_BROKER_CONFIG: this broker reads its settings once at start, so
-/// no key can change at runtime yet; the answer names each key and says
-/// where to set it instead.
-pub fn update_config(req: &RemotingCommand) -> Handled {
+/// UPDATE_BROKER_CONFIG: the keys that can change while running apply
+/// at once and are kept for the next start; any other key refuses the
+/// whole update by name. A new `brokerPermission` reaches the NameServers
+/// at once (the topic table's version moves, as in Java).
+pub fn update_config(ctx: &BrokerContext, req: &RemotingCommand) -> Handled {
     let text = String::from_utf8_lossy(req.body.as_deref().unwrap_or_default()).into_owned();
-    let keys: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.split_once('=').map(|(k, _)| k.trim()))
-        .filter(|k| !k.is_empty() && !k.starts_with('#'))
-        .collect();
-    Err(Refusal::new(
-        ResponseCode::SystemError,
-        format!(
-            "updateBrokerConfig is not supported: this broker reads its settings once at \
-             start, so {keys:?} cannot change at runtime; set them in broker.conf (or with \
-             --set) and restart"
-        ),
-    ))
+    let perm_changed = ctx
+        .runtime
+        .update(&text)
+        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+    tracing::info!(update = %text.trim(), "broker settings updated at runtime");
+    if perm_changed {
+        ctx.topics.touch();
+        ctx.topics_changed.notify_one();
+    }
+    Ok(super::success())
 }

@@ -28,6 +28,18 @@ pub async fn handle(
 ) -> Handled {
     let mut header = SendMessageRequestHeader::from_ext(&req.ext())?;
     super::validate::send_topic(&header.topic)?;
+    // A draining broker (brokerPermission without write) takes no sends;
+    // Java refuses only ordered topics there, but its client sends the
+    // others elsewhere on NO_PERMISSION, so nothing is lost by refusing.
+    if !ctx.runtime.writable() {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!(
+                "the broker[{}] sending message is forbidden",
+                ctx.store_host
+            ),
+        ));
+    }
     let dead_letter = to_dead_letter(ctx, &mut header);
     let topic = topic_for_send(ctx, &header, dead_letter).await?;
     let mut queue_id = header.queue_id;
@@ -130,6 +142,14 @@ pub async fn handle(
     // No hand-off to a blocking thread: the append is a copy under the put
     // lock, and a SYNC_FLUSH wait is a future the group commit completes.
     let result = ctx.store.put_async(&messages).await?;
+    let wrote: i64 = result.appended.iter().map(|a| i64::from(a.size)).sum();
+    if let Some(m) = messages.first() {
+        ctx.items.topic_put(
+            &m.topic,
+            result.appended.len() as u64,
+            u64::try_from(wrote).unwrap_or(0),
+        );
+    }
     let first = result
         .appended
         .first()
@@ -140,10 +160,22 @@ pub async fn handle(
         .map(|a| a.msg_id.as_str())
         .collect::<Vec<_>>()
         .join(",");
-    let code = match result.status {
+    let mut code = match result.status {
         PutStatus::PutOk => ResponseCode::Success,
         PutStatus::FlushDiskTimeout => ResponseCode::FlushDiskTimeout,
     };
+    // SYNC_MASTER: answered once a slave has the bytes; its verdict wins
+    // over the flush's, as in RocketMQ. The message is stored either way.
+    let waits = messages.first().is_some_and(crate::store::wants_wait);
+    if ctx.settings.broker.broker_role == crate::ha::BrokerRole::SyncMaster && waits {
+        let end = result.appended.last().map_or(0, |a| a.end_offset());
+        let timeout = std::time::Duration::from_millis(ctx.settings.broker.slave_timeout_ms);
+        match ctx.ha_acks.wait(end, timeout).await {
+            crate::ha::ReplicaStatus::Acked => {}
+            crate::ha::ReplicaStatus::TimedOut => code = ResponseCode::FlushSlaveTimeout,
+            crate::ha::ReplicaStatus::NotAvailable => code = ResponseCode::SlaveNotAvailable,
+        }
+    }
     Ok(send_answer(
         code,
         &SendMessageResponseHeader {
@@ -206,9 +238,7 @@ fn to_dead_letter(ctx: &BrokerContext, header: &mut SendMessageRequestHeader) ->
     let max = header.max_reconsume_times.unwrap_or_else(|| {
         ctx.groups
             .get(group)
-            .map_or(ctx.settings.broker.max_reconsume_times, |g| {
-                g.retry_max_times
-            })
+            .map_or(ctx.runtime.max_reconsume_times(), |g| g.retry_max_times)
     });
     if header.reconsume_times < max {
         return false;

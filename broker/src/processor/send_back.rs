@@ -52,6 +52,9 @@ pub fn send_back_target(
     SendBackTarget::Retry { delay_level }
 }
 
+/// Whose turn it is among a retry topic's queues.
+static NEXT_RETRY_QUEUE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// Handles a send-back.
 pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
     let h = ConsumerSendMsgBackRequestHeader::from_ext(&req.ext())?;
@@ -80,16 +83,35 @@ pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled 
             format!("look message by offset failed, {offset}: {e}"),
         )
     })?;
-    let max = h
-        .max_reconsume_times
-        .unwrap_or(ctx.settings.broker.max_reconsume_times);
+    // The group's retryMaxTimes and retryQueueNums, as Java reads them.
+    let group = if ctx.settings.broker.auto_create_subscription_group {
+        ctx.groups.get_or_create([h.group.as_str()]).pop()
+    } else {
+        ctx.groups.get(&h.group)
+    }
+    .ok_or_else(|| {
+        Refusal::new(
+            ResponseCode::SubscriptionGroupNotExist,
+            format!("subscription group not exist, {}", h.group),
+        )
+    })?;
+    if group.retry_queue_nums <= 0 {
+        // Java: a group without retry queues drops what it sends back.
+        tracing::info!(group = %h.group, offset = h.offset, "send-back dropped: the group has no retry queues");
+        return Ok(success());
+    }
+    let max = h.max_reconsume_times.unwrap_or(group.retry_max_times);
     let reconsume = view.reconsume_times();
     let target = send_back_target(h.delay_level, reconsume, max);
     let topic = match target {
         SendBackTarget::Retry { .. } => format!("{RETRY_GROUP_TOPIC_PREFIX}{}", h.group),
         SendBackTarget::DeadLetter => format!("{DLQ_GROUP_TOPIC_PREFIX}{}", h.group),
     };
-    let config = match ctx.topics.get_or_create_deferred(&topic, 1) {
+    let queues = match target {
+        SendBackTarget::Retry { .. } => group.retry_queue_nums,
+        SendBackTarget::DeadLetter => 1,
+    };
+    let config = match ctx.topics.get_or_create_deferred(&topic, queues) {
         Ok((config, created)) => {
             if let Some(generation) = created {
                 tracing::info!(topic, "created topic for sent-back messages");
@@ -117,6 +139,11 @@ pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled 
         ));
     }
 
+    // Java counts a send-back under the topic the message came from.
+    let origin = view
+        .property(property::RETRY_TOPIC)
+        .map_or_else(|| view.topic().to_owned(), |t| t.into_owned());
+    ctx.items.send_back(&origin, &h.group);
     let mut msg = view.to_message();
     if msg.properties.get(property::RETRY_TOPIC).is_none() {
         msg.properties.insert(property::RETRY_TOPIC, view.topic());
@@ -135,7 +162,10 @@ pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled 
             .insert(property::DELAY_TIME_LEVEL, delay_level.to_string());
     }
     msg.topic = topic.clone();
-    msg.queue_id = 0;
+    // Java spreads sent-back messages over the retry queues at random;
+    // turn by turn spreads them as evenly.
+    let turn = NEXT_RETRY_QUEUE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    msg.queue_id = (turn % config.write_queue_nums.max(1).unsigned_abs()) as i32;
     msg.reconsume_times = reconsume + 1;
     msg.store_host = ctx.store_host;
     if target == SendBackTarget::DeadLetter {

@@ -7,7 +7,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use rmq_common::json::write::object_keyed_map;
-use rmq_common::remoting::body::{MessageQueue, OffsetWrapper, TopicOffset};
+use rmq_common::remoting::body::{
+    ConsumerConnection, MessageQueue, OffsetWrapper, TopicConfig, TopicOffset,
+};
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 use serde::Serialize;
 
@@ -58,13 +60,18 @@ pub(crate) fn queue(ctx: &BrokerContext, topic: &str, queue_id: i32) -> MessageQ
     }
 }
 
-fn topic_stats(ctx: &BrokerContext, topic: &str) -> Handled {
-    let config = ctx.topics.get(topic).ok_or_else(|| {
+/// The topic's config; TOPIC_NOT_EXIST (Java's remark) if there is none.
+pub(crate) fn existing_topic(ctx: &BrokerContext, topic: &str) -> Result<TopicConfig, Refusal> {
+    ctx.topics.get(topic).ok_or_else(|| {
         Refusal::new(
             ResponseCode::TopicNotExist,
             format!("topic[{topic}] not exist"),
         )
-    })?;
+    })
+}
+
+fn topic_stats(ctx: &BrokerContext, topic: &str) -> Handled {
+    let config = existing_topic(ctx, topic)?;
     let store = &ctx.store;
     let mut table = Vec::new();
     for q in 0..config.write_queue_nums {
@@ -100,42 +107,62 @@ fn consume_stats(ctx: &BrokerContext, group: &str, topic: Option<&str>) -> Handl
             .collect(),
     };
     let online = ctx.clients.consumer_connection(group);
-    let store = &ctx.store;
     let mut table = Vec::new();
+    let mut consume_tps = 0.0;
     for topic in &topics {
         let Some(config) = ctx.topics.get(topic) else {
             continue;
         };
-        // As Java: an online group that does not subscribe to the topic
-        // (any more) is not reported for it.
-        if online.as_ref().is_some_and(|c| {
-            !c.subscription_table.is_empty() && !c.subscription_table.contains_key(topic)
-        }) {
+        if unsubscribed(online.as_ref(), topic) {
             continue;
         }
-        for q in 0..config.read_queue_nums {
-            let broker_offset = store.max_offset_in_queue(topic, q)?.max(0);
-            let consumer_offset = ctx.offsets.query(group, topic, q).unwrap_or(0).max(0);
-            let last_timestamp = if consumer_offset > 0 {
-                store
-                    .message_store_time(topic, q, consumer_offset - 1)?
-                    .unwrap_or(0)
-            } else {
-                0
-            };
-            table.push((
-                queue(ctx, topic, q),
-                OffsetWrapper {
-                    broker_offset,
-                    consumer_offset,
-                    last_timestamp,
-                },
-            ));
-        }
+        consume_tps += ctx.items.group_get_tps(topic, group);
+        table.extend(group_offsets(ctx, group, topic, config.read_queue_nums)?);
     }
-    // Per-group consume rates are not kept yet: 0, as a Java broker
-    // reports for a group without recent pulls.
-    keyed_body("offsetTable", table, Some(("consumeTps", "0.0")))
+    // Java's consumeTps: the group's pulls per second over the last
+    // minute, summed over its topics.
+    let tps = format!("{consume_tps:?}");
+    keyed_body("offsetTable", table, Some(("consumeTps", &tps)))
+}
+
+/// As Java: an online group that does not subscribe to `topic` (any more)
+/// is not reported for it.
+pub(crate) fn unsubscribed(online: Option<&ConsumerConnection>, topic: &str) -> bool {
+    online.is_some_and(|c| {
+        !c.subscription_table.is_empty() && !c.subscription_table.contains_key(topic)
+    })
+}
+
+/// The group's offsets against the broker's in queues `0..queues` of
+/// `topic` (Java's `OffsetWrapper`s).
+pub(crate) fn group_offsets(
+    ctx: &BrokerContext,
+    group: &str,
+    topic: &str,
+    queues: i32,
+) -> Result<Vec<(MessageQueue, OffsetWrapper)>, Refusal> {
+    let store = &ctx.store;
+    let mut table = Vec::new();
+    for q in 0..queues {
+        let broker_offset = store.max_offset_in_queue(topic, q)?.max(0);
+        let consumer_offset = ctx.offsets.query(group, topic, q).unwrap_or(0).max(0);
+        let last_timestamp = if consumer_offset > 0 {
+            store
+                .message_store_time(topic, q, consumer_offset - 1)?
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        table.push((
+            queue(ctx, topic, q),
+            OffsetWrapper {
+                broker_offset,
+                consumer_offset,
+                last_timestamp,
+            },
+        ));
+    }
+    Ok(table)
 }
 
 /// `{"<extra key>":<extra value>,"<name>":{<queue>:<value>,...}}`.

@@ -142,6 +142,30 @@ pub fn queue_of(ctx: &BrokerContext, topic: &str, queue_id: i32) -> Result<(), R
     Ok(())
 }
 
+/// A slave's topics and groups are its master's (copied every 10 s), and it
+/// ends no transaction: Java's answers to those requests on a slave.
+fn slave_role(ctx: &BrokerContext, code: RequestCode) -> Result<(), Refusal> {
+    if !ctx.store.is_replica_only() {
+        return Ok(());
+    }
+    match code {
+        RequestCode::UpdateAndCreateTopic
+        | RequestCode::UpdateAndCreateTopicList
+        | RequestCode::DeleteTopicInBroker
+        | RequestCode::UpdateAndCreateSubscriptionGroup
+        | RequestCode::DeleteSubscriptionGroup => Err(Refusal::new(
+            ResponseCode::SystemError,
+            "Can't modify topic or subscription group from slave broker, please execute it from \
+             master broker.",
+        )),
+        RequestCode::EndTransaction => Err(Refusal::new(
+            ResponseCode::SlaveNotAvailable,
+            "this broker is a slave: end the transaction on its master",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The header checks every request passes before its processor runs: each
 /// field that names a topic or a group follows the naming rules, and a
 /// queue id is one of the topic's queues. Empty optional fields are left
@@ -151,6 +175,7 @@ pub fn request(
     code: RequestCode,
     req: &RemotingCommand,
 ) -> Result<(), Refusal> {
+    slave_role(ctx, code)?;
     let ext = req.ext();
     let topic_name = ext.get_str("topic").filter(|t| !t.is_empty());
     if let Some(t) = topic_name {

@@ -79,6 +79,14 @@ impl MessageStore {
             .and_then(|u| CommitLogTimes(&self.commit_log).store_time(u.phy_offset, u.size)))
     }
 
+    /// Store time of the record starting at a CommitLog offset, if one does.
+    pub fn store_time_at(&self, phy_offset: i64) -> Option<i64> {
+        let sel = self.record_at(phy_offset)?;
+        RecordView::parse(sel.bytes(), false)
+            .ok()
+            .map(|v| v.store_timestamp())
+    }
+
     /// The whole record starting at a CommitLog offset, checked to be one.
     pub fn record_at(&self, phy_offset: i64) -> Option<Selected> {
         let head = self.commit_log.select(phy_offset, 4)?;

@@ -20,7 +20,7 @@ pub use factory::open_consume_queue_store;
 pub use filter::{MessageFilter, SubscriptionFilter, TagFilter};
 pub use get::{GetMessageResult, GetRequest, GetStatus, DEFAULT_MAX_BYTES};
 pub use open::StartupReport;
-pub use put::{is_permanent, PutMessageResult, PutStatus};
+pub use put::{is_permanent, wants_wait, PutMessageResult, PutStatus};
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
@@ -55,6 +55,10 @@ pub struct MessageStore {
     abort: Mutex<Option<AbortFile>>,
     lock: Mutex<Option<RootLock>>,
     shut_down: AtomicBool,
+    /// Set on a slave: only replicated bytes are written.
+    replica_only: AtomicBool,
+    /// Woken after every append (the HA writers stream new bytes at once).
+    appended: Arc<tokio::sync::Notify>,
     startup: StartupReport,
 }
 
@@ -89,6 +93,23 @@ impl MessageStore {
         &self.cq
     }
 
+    /// Makes the store a slave's: puts are refused (`StoreError::Slave`),
+    /// only [`MessageStore::append_replica`] writes.
+    pub fn set_replica_only(&self) {
+        self.replica_only.store(true, Ordering::Release);
+        self.dispatcher.accept_partial_tail();
+    }
+
+    /// Whether only replicated bytes are written (a slave).
+    pub fn is_replica_only(&self) -> bool {
+        self.replica_only.load(Ordering::Acquire)
+    }
+
+    /// Woken after every append.
+    pub fn appended(&self) -> &Arc<tokio::sync::Notify> {
+        &self.appended
+    }
+
     /// What start-up found and did.
     pub fn startup_report(&self) -> &StartupReport {
         &self.startup
@@ -102,6 +123,12 @@ impl MessageStore {
     /// CommitLog offset reput has dispatched up to.
     pub fn reput_from_offset(&self) -> i64 {
         self.dispatcher.reput_from()
+    }
+
+    /// Reput passes that failed and were retried (a record it could not
+    /// parse, a consume-queue write that failed).
+    pub fn reput_failures(&self) -> u64 {
+        self.dispatcher.failed_passes()
     }
 
     /// Bytes appended but not yet dispatched to the consume queue.

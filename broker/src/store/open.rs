@@ -189,6 +189,8 @@ impl MessageStore {
             abort: Mutex::new(Some(abort)),
             lock: Mutex::new(Some(lock)),
             shut_down: AtomicBool::new(false),
+            replica_only: AtomicBool::new(false),
+            appended: Arc::new(tokio::sync::Notify::new()),
             startup,
         })
     }

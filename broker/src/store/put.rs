@@ -94,12 +94,43 @@ impl MessageStore {
         Ok(self.finish_put(a, status, started))
     }
 
-    fn append_one(&self, msg: &MessageToStore) -> Result<Appended, StoreError> {
+    fn ensure_writable(&self) -> Result<(), StoreError> {
         self.ensure_running()?;
+        if self.is_replica_only() {
+            return Err(StoreError::Slave);
+        }
+        Ok(())
+    }
+
+    /// A slave stores what its master streamed: `data` at the master's
+    /// CommitLog offset `offset` (see `CommitLog::append_replica`), then
+    /// wakes reput.
+    pub fn append_replica(&self, offset: i64, data: &[u8]) -> Result<(), StoreError> {
+        self.ensure_running()?;
+        self.commit_log.append_replica(offset, data)?;
+        if !data.is_empty() {
+            self.dispatcher.notify_new_data();
+        }
+        Ok(())
+    }
+
+    fn append_one(&self, msg: &MessageToStore) -> Result<Appended, StoreError> {
+        self.append_one_counted(msg)
+            .inspect_err(|_| self.metrics().put_failed())
+    }
+
+    fn append_many(&self, msgs: &[MessageToStore]) -> Result<Appended, StoreError> {
+        self.append_many_counted(msgs)
+            .inspect_err(|_| self.metrics().put_failed())
+    }
+
+    fn append_one_counted(&self, msg: &MessageToStore) -> Result<Appended, StoreError> {
+        self.ensure_writable()?;
         self.cleaner.admit_write()?;
         let msg = schedule_rewrite(&self.delay_levels, msg);
         let r = self.commit_log.append(&msg)?;
         self.dispatcher.notify_new_data();
+        self.appended.notify_waiters();
         Ok(Appended {
             flush_to: self.must_wait(wants_wait(&msg)).then(|| r.end_offset()),
             appended: vec![r],
@@ -107,11 +138,12 @@ impl MessageStore {
         })
     }
 
-    fn append_many(&self, msgs: &[MessageToStore]) -> Result<Appended, StoreError> {
-        self.ensure_running()?;
+    fn append_many_counted(&self, msgs: &[MessageToStore]) -> Result<Appended, StoreError> {
+        self.ensure_writable()?;
         self.cleaner.admit_write()?;
         let appended = self.commit_log.append_batch(msgs)?;
         self.dispatcher.notify_new_data();
+        self.appended.notify_waiters();
         let end = appended.last().map_or(0, AppendResult::end_offset);
         let wait = msgs.first().is_none_or(wants_wait);
         Ok(Appended {
@@ -188,6 +220,8 @@ impl MessageStore {
     }
 }
 
-fn wants_wait(msg: &MessageToStore) -> bool {
+/// Whether a put of `msg` waits for the disk (SYNC_FLUSH) or a slave
+/// (SYNC_MASTER): unless its WAIT property says "false".
+pub fn wants_wait(msg: &MessageToStore) -> bool {
     msg.properties.get(property::WAIT_STORE_MSG_OK) != Some("false")
 }

@@ -8,6 +8,7 @@
 
 mod binary_header;
 pub mod body;
+pub mod catalog;
 pub mod codes;
 pub mod command;
 pub mod error;

@@ -1,7 +1,7 @@
 //! The put path: validation and encoding outside the lock, then queue
 //! offsets, physical offsets and the copy into the mapped segment inside it.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use rmq_common::message::record::{encode_blank, encode_record, patch_header, RecordHeader};
 use rmq_common::message::{
@@ -99,11 +99,21 @@ impl CommitLog {
         self.append_encoded(encoded)
     }
 
+    /// How long the append now holding the put lock has held it, ms (0
+    /// when none does): Java's `pageCacheLockTimeMills`.
+    pub fn put_lock_held_ms(&self) -> i64 {
+        match self.put_locked_since.load(Ordering::Relaxed) {
+            0 => 0,
+            since => (self.clock.now_ms() - since).max(0),
+        }
+    }
+
     fn append_encoded(&self, mut batch: Vec<Encoded<'_>>) -> Result<Vec<AppendResult>> {
         let total: usize = batch.iter().map(|e| e.bytes.len()).sum();
         let mut put = self.put.lock();
         self.check_poisoned()?;
         let store_timestamp = self.clock.now_ms();
+        let _held = LockHeld::new(&self.put_locked_since, store_timestamp);
 
         let mut seg = match self.segments.last() {
             Some(s) => s,
@@ -202,5 +212,21 @@ impl CommitLog {
             .store(store_timestamp, Ordering::Release);
         drop(put);
         Ok(results)
+    }
+}
+
+/// Marks the put lock held from `since` until dropped.
+struct LockHeld<'a>(&'a AtomicI64);
+
+impl<'a> LockHeld<'a> {
+    fn new(cell: &'a AtomicI64, since: i64) -> Self {
+        cell.store(since.max(1), Ordering::Relaxed);
+        Self(cell)
+    }
+}
+
+impl Drop for LockHeld<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Relaxed);
     }
 }

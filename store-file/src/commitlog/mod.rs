@@ -4,6 +4,7 @@
 mod append;
 mod flush;
 mod recovery;
+mod replica;
 mod segments;
 
 pub use append::AppendResult;
@@ -57,6 +58,9 @@ pub struct CommitLog {
     flush_method: FlushMethod,
     clock: Arc<dyn Clock>,
     put: Mutex<PutState>,
+    /// When the append holding the put lock took it, ms (0: none holds
+    /// it); Java's `pageCacheLockTimeMills` is now minus this.
+    put_locked_since: AtomicI64,
     flushed_where: AtomicI64,
     last_store_timestamp: AtomicI64,
     flushed_store_timestamp: AtomicI64,
@@ -104,6 +108,7 @@ impl CommitLog {
             flush_method: FlushMethod::Fdatasync,
             clock,
             put: Mutex::new(PutState::default()),
+            put_locked_since: AtomicI64::new(0),
             flushed_where: AtomicI64::new(0),
             last_store_timestamp: AtomicI64::new(0),
             flushed_store_timestamp: AtomicI64::new(0),

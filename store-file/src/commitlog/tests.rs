@@ -239,3 +239,72 @@ fn damage_followed_by_valid_records_refuses_to_start() {
         "{err}"
     );
 }
+
+#[test]
+fn put_lock_time_reads_the_holder_and_clears_after_each_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path(), 64 * 1024);
+    let (log, _) = open(&c, false);
+    assert_eq!(log.put_lock_held_ms(), 0);
+    // An append that took the lock 250 ms ago (the test clock stands still).
+    log.put_locked_since.store(
+        1_700_000_000_000 - 250,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    assert_eq!(log.put_lock_held_ms(), 250);
+    log.append(&msg("T", 0, b"a")).unwrap();
+    assert_eq!(
+        log.put_lock_held_ms(),
+        0,
+        "an append clears the mark as it unlocks"
+    );
+}
+
+#[test]
+fn replicated_chunks_land_at_the_masters_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path(), 64 * 1024);
+    let (master, _) = open(&c, false);
+    for i in 0..3 {
+        master
+            .append(&msg("T", 0, format!("m{i}").as_bytes()))
+            .unwrap();
+    }
+    let end = master.max_offset();
+    let bytes = master.select(0, end as usize).unwrap().bytes().to_vec();
+
+    let sdir = tempfile::tempdir().unwrap();
+    let (slave, _) = open(&config(sdir.path(), 64 * 1024), false);
+    // An empty slave takes a chunk only at a segment boundary.
+    assert!(matches!(
+        slave.append_replica(5, &bytes),
+        Err(StoreError::ReplicaGap { offset: 5, .. })
+    ));
+    let (a, b) = bytes.split_at(17); // not on a record boundary
+    slave.append_replica(0, a).unwrap();
+    // A chunk that does not continue the log is refused, nothing written.
+    assert!(matches!(
+        slave.append_replica(0, b),
+        Err(StoreError::ReplicaGap {
+            local_end: 17,
+            offset: 0
+        })
+    ));
+    slave.append_replica(17, b).unwrap();
+    slave.append_replica(end, &[]).unwrap(); // a heartbeat
+    assert_eq!(slave.max_offset(), end);
+    assert_eq!(slave.select(0, end as usize).unwrap().bytes(), &bytes[..]);
+    // A chunk past the segment's end is refused.
+    let big = vec![0u8; 64 * 1024];
+    assert!(matches!(
+        slave.append_replica(end, &big),
+        Err(StoreError::MessageIllegal { .. })
+    ));
+
+    // An empty slave started at a later segment (the master's last one).
+    let ldir = tempfile::tempdir().unwrap();
+    let (late, _) = open(&config(ldir.path(), 64 * 1024), false);
+    late.append_replica(2 * 64 * 1024, b"xyz").unwrap();
+    assert_eq!(late.min_offset(), 2 * 64 * 1024);
+    assert_eq!(late.max_offset(), 2 * 64 * 1024 + 3);
+}

@@ -183,6 +183,9 @@ java_scenarios! {
     // (`RequestResponseFuture.acquireCountDownLatch`), so it reports "wait
     // reply message timeout" before any replier can answer, on any broker.
     V4 "request" => java_request_file, java_request_rocksdb;
+    // The admin API (DefaultMQAdminExt 4.9.8) against every administration
+    // answer, the consumer's own ones relayed through the broker.
+    V4 "admin" => java_admin_file, java_admin_rocksdb;
     V5 "send" => java5_send_file, java5_send_rocksdb;
     V5 "orderly" => java5_orderly_file, java5_orderly_rocksdb;
     V5 "tags" => java5_tags_file, java5_tags_rocksdb;

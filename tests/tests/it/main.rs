@@ -3,12 +3,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod admin_cli;
+mod apache_broker;
 mod bench;
 mod broker_clients;
 mod broker_server;
 mod cq_conformance;
 mod cq_model;
 mod disk_full;
+mod ha_interop;
 mod hostile_fuzz;
 mod hostile_memory;
 mod hostile_poison;
@@ -19,7 +21,9 @@ mod metrics;
 mod mqadmin;
 mod namesrv;
 mod real_client;
+mod replication;
 mod reput_concurrent;
+mod request_codes;
 mod request_reply;
 mod retention;
 mod retry_dlq;

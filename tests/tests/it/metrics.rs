@@ -229,10 +229,17 @@ async fn catalog_after_traffic(backend: CqBackend) {
     .await
     .unwrap();
 
+    // Take the stats items' next minute sample now (10 s on), so the
+    // per-topic rates have a span.
+    broker
+        .context()
+        .items
+        .sample(rmq_common::time::now_ms() + 10_000);
     let samples = scrape_until(addr, "dispatch caught up and a flush recorded", |s| {
         value(s, "rmq_dispatch_behind_bytes", &[]) == Some(0.0)
             && value(s, "rmq_flush_latency_seconds_count", &[]).unwrap_or(0.0) > 0.0
             && value(s, "rmq_consumer_lag_messages", &[("group", GROUP)]).is_some()
+            && value(s, "rmq_topic_put_tps", &[("topic", TOPIC)]).is_some()
     })
     .await;
     // Every series is this broker's, with the configured backend.
@@ -248,6 +255,11 @@ async fn catalog_after_traffic(backend: CqBackend) {
         MESSAGES as f64
     );
     assert_eq!(v("rmq_put_latency_seconds_count", &[]), MESSAGES as f64);
+    assert!(v("rmq_topic_put_tps", &[("topic", TOPIC)]) > 0.0);
+    assert!(v("rmq_group_get_tps", &[("group", GROUP), ("topic", TOPIC)]) > 0.0);
+    assert_eq!(v("rmq_put_messages_today", &[]), MESSAGES as f64);
+    assert!(v("rmq_get_messages_today", &[]) >= 30.0);
+    assert_eq!(v("rmq_put_messages_yesterday", &[]), 0.0);
     assert!(v("rmq_dispatch_delay_seconds_count", &[]) >= MESSAGES as f64);
     assert_eq!(v("rmq_dispatch_behind_seconds", &[]), 0.0);
     assert!(v("rmq_cq_write_latency_seconds_count", &[]) > 0.0);

@@ -348,6 +348,8 @@ async fn mqadmin_commands(backend: CqBackend) {
             &[
                 "brokerVersionDesc",
                 "msgPutTotalTodayNow",
+                "pageCacheLockTimeMills",
+                "putMessageFailedTimes",
                 "putTps",
                 "commitLogMaxOffset",
             ],
@@ -377,11 +379,35 @@ async fn mqadmin_commands(backend: CqBackend) {
     assert!(
         refused
             .stderr
-            .contains("updateBrokerConfig is not supported")
+            .contains("cannot change while the broker runs")
             && refused.stderr.contains("flushDiskType"),
         "{}",
         refused.report("updateBrokerConfig")
     );
+    admin
+        .expect(
+            &[
+                "updateBrokerConfig",
+                "-b",
+                &addr,
+                "-k",
+                "maxReconsumeTimes",
+                "-v",
+                "5",
+            ],
+            &[&format!("update broker config success, {addr}")],
+        )
+        .await;
+    let config = admin.run(&["getBrokerConfig", "-b", &addr]).await;
+    assert!(
+        config
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("maxReconsumeTimes") && l.ends_with("=  5")),
+        "{}",
+        config.report("getBrokerConfig after the update")
+    );
+    more_commands(&admin, &broker, &topic, &group).await;
     admin
         .expect(&["deleteExpiredCommitLog", "-b", &addr], &["success"])
         .await;
@@ -423,6 +449,90 @@ async fn mqadmin_commands(backend: CqBackend) {
     );
     broker.shutdown().await;
     assert_store_files(dir.path(), &topic, backend);
+}
+
+/// The commands issue 22 adds: statsAll, cloneGroupOffset, queryCq,
+/// wipeWritePerm/addWritePerm, updateKvConfig/deleteKvConfig and
+/// getNamesrvConfig (consumerStatus needs a live Java consumer: the Java
+/// admin scenario runs it).
+async fn more_commands(admin: &Admin, broker: &Broker, topic: &str, group: &str) {
+    let addr = broker.addr().to_string();
+    let ns = broker.namesrv_addr().unwrap().to_string();
+    // Drive the stats sampler an hour on, so every view has a span: the
+    // ten messages stored show as the day's count.
+    let items = &broker.context().items;
+    items.sample(rmq_common::time::now_ms() + 3_600_000);
+    let stats = admin
+        .expect(&["statsAll", "-t", topic], &[topic, group])
+        .await;
+    let line = stats
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(topic))
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect::<Vec<_>>();
+    assert_eq!(line.get(1), Some(&group), "{}", stats.stdout);
+    assert_eq!(line.get(5), Some(&"10"), "InMsg24Hour: {}", stats.stdout);
+    admin
+        .expect(
+            &["cloneGroupOffset", "-s", group, "-d", "AdminClone", "-t", topic, "-o", "true"],
+            &[&format!(
+                "clone group offset success. srcGroup[{group}], destGroup=[AdminClone], topic[{topic}]"
+            )],
+        )
+        .await;
+    admin
+        .expect(
+            &[
+                "queryCq", "-t", topic, "-q", "0", "-i", "0", "-c", "2", "-b", &addr,
+            ],
+            &[
+                "Queue data: \nmax: 3, min: 0",
+                "idx: 0",
+                "idx: 1",
+                "physicOffset=",
+            ],
+        )
+        .await;
+    let wiped = admin
+        .expect(
+            &["wipeWritePerm", "-b", "broker-a"],
+            &[&format!(
+                "wipe write perm of broker[broker-a] in name server[{ns}] OK, "
+            )],
+        )
+        .await;
+    let count = wiped.stdout.trim().rsplit(' ').next().unwrap().to_owned();
+    admin
+        .expect(
+            &["addWritePerm", "-b", "broker-a"],
+            &[&format!(
+                "add write perm of broker[broker-a] in name server[{ns}] OK, {count}"
+            )],
+        )
+        .await;
+    admin
+        .expect(
+            &["updateKvConfig", "-s", "AdminNs", "-k", "k", "-v", "v"],
+            &["create or update kv config to namespace success."],
+        )
+        .await;
+    admin
+        .expect(
+            &["deleteKvConfig", "-s", "AdminNs", "-k", "k"],
+            &["delete kv config from namespace success."],
+        )
+        .await;
+    admin
+        .expect(
+            &["getNamesrvConfig"],
+            &[
+                &format!("============{ns}============"),
+                "namesrvBrokerExpiry",
+            ],
+        )
+        .await;
 }
 
 /// After the delete the file backend has no folder left for the topic.

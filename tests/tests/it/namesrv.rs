@@ -58,6 +58,7 @@ impl FakeBroker {
             broker_name: name.into(),
             broker_id: 0,
             broker_addr: addr.into(),
+            ha_server_addr: String::new(),
         };
         let b = Self {
             state: Arc::new(Mutex::new((id, RegisterBrokerBody::default()))),

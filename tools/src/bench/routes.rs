@@ -120,6 +120,7 @@ fn identity(broker: usize) -> BrokerIdentity {
         broker_id: 0,
         // Never connected to: the routes only name it.
         broker_addr: format!("127.0.0.1:{}", 20_000 + broker),
+        ha_server_addr: String::new(),
     }
 }
 
@@ -172,7 +173,7 @@ pub async fn run(spec: &RoutesSpec) -> anyhow::Result<RoutesReport> {
             NameServer::start(
                 listener,
                 Arc::new(SystemClock),
-                BROKER_EXPIRY_MS,
+                &rmq_broker::namesrv::NamesrvOptions::in_memory(BROKER_EXPIRY_MS),
                 cancel.clone(),
                 tracker.clone(),
             )

@@ -175,6 +175,27 @@ impl Scheduler {
         self.offsets.persist()
     }
 
+    /// GET_ALL_DELAY_OFFSET's body: `{"offsetTable":{"<level>":<offset>}}`.
+    pub fn offsets_json(&self) -> serde_json::Value {
+        let table: serde_json::Map<String, serde_json::Value> = (1..=self.levels.max_level())
+            .map(|l| (l.to_string(), self.offsets.get(l).into()))
+            .collect();
+        serde_json::json!({ "offsetTable": table })
+    }
+
+    /// A slave takes its master's progress table and keeps it.
+    pub fn replace_offsets(
+        &self,
+        table: &std::collections::BTreeMap<i32, i64>,
+    ) -> Result<(), MetaError> {
+        for (level, offset) in table {
+            if (1..=self.levels.max_level()).contains(level) {
+                self.offsets.set(*level, *offset);
+            }
+        }
+        self.offsets.persist()
+    }
+
     /// One bounded pass over `level`: delivers every due entry from the
     /// level's offset, in queue order, up to [`MAX_ENTRIES_PER_PASS`].
     pub fn pass(&self, level: i32) -> Result<LevelPass, StoreError> {

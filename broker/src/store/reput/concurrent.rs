@@ -135,6 +135,13 @@ impl Dispatcher {
                 let at = from + pos as i64;
                 match peek_frame(&bytes[pos..]).map_err(|e| corrupt(at, e.to_string()))? {
                     Frame::Message { total_size } => {
+                        if pos + total_size > bytes.len()
+                            && self.partial_tail.load(std::sync::atomic::Ordering::Acquire)
+                        {
+                            // The rest of it has not been replicated yet.
+                            stop = true;
+                            break;
+                        }
                         if total_size == 0 || pos + total_size > bytes.len() {
                             return Err(corrupt(
                                 at,

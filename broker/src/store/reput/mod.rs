@@ -66,6 +66,12 @@ pub(crate) struct Dispatcher {
     pass_lock: Mutex<()>,
     /// Wakes the reput service after an append.
     new_data: Arc<Signal>,
+    /// A slave's log may end inside a record (its master's frames are not
+    /// cut at records): such a tail waits for the rest instead of being
+    /// corruption.
+    partial_tail: std::sync::atomic::AtomicBool,
+    /// Passes that failed (each is retried).
+    failed_passes: std::sync::atomic::AtomicU64,
 }
 
 /// What readers can see: the offset whose units are written, the readers to
@@ -113,6 +119,12 @@ impl Visible {
 }
 
 impl Dispatcher {
+    /// Lets the log end inside a record (a slave's).
+    pub(crate) fn accept_partial_tail(&self) {
+        self.partial_tail
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
     pub(crate) fn new(
         commit_log: Arc<CommitLog>,
         cq: Arc<dyn ConsumeQueueStore>,
@@ -138,12 +150,20 @@ impl Dispatcher {
             }),
             pass_lock: Mutex::new(()),
             new_data: Signal::new(),
+            partial_tail: std::sync::atomic::AtomicBool::new(false),
+            failed_passes: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
     /// CommitLog offset below which every record's units are readable.
     pub(crate) fn reput_from(&self) -> i64 {
         self.visible.offset.get()
+    }
+
+    /// Dispatch passes that failed and were retried.
+    pub(crate) fn failed_passes(&self) -> u64 {
+        self.failed_passes
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub(crate) fn add_listener(&self, l: Arc<dyn MessageArrivalListener>) {
@@ -355,6 +375,9 @@ pub(crate) fn spawn_reput(dispatcher: Arc<Dispatcher>) -> Result<Service, StoreE
             Ok(Pass::Idle) if std::mem::take(&mut busy) => Next::Poll(BUSY_POLL),
             Ok(Pass::Idle) => Next::After(IDLE_WAIT),
             Err(e) => {
+                dispatcher
+                    .failed_passes
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let msg = e.to_string();
                 if last_error.as_deref() != Some(msg.as_str()) {
                     tracing::error!(error = %msg, reput_from = dispatcher.reput_from(), "reput pass failed; retrying");

@@ -27,6 +27,16 @@ pub struct SubscriptionGroupConfig {
     pub notify_consumer_ids_changed_enable: bool,
 }
 
+impl SubscriptionGroupConfig {
+    /// Java's defaults for a group named `name`.
+    pub fn named(name: &str) -> Self {
+        Self {
+            group_name: name.to_owned(),
+            ..Self::default()
+        }
+    }
+}
+
 impl Default for SubscriptionGroupConfig {
     fn default() -> Self {
         Self {

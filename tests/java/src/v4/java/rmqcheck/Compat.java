@@ -48,6 +48,12 @@ final class Compat {
         return false;
     }
 
+    /** Scenarios written against one client's packages: the admin API's
+     *  answer types (common.protocol.body in 4.9). */
+    static void addScenarios(Map<String, ClientSuite.Scenario> scenarios) {
+        scenarios.put("admin", AdminScenario::run);
+    }
+
     static void broadcasting(DefaultMQPushConsumer c) {
         c.setMessageModel(MessageModel.BROADCASTING);
     }

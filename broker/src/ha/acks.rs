@@ -1,0 +1,150 @@
+//! What the slaves have acknowledged, and the SYNC_MASTER puts waiting for
+//! it: a put is answered once some slave reports an offset at or past its
+//! end (Java's `push2SlaveMaxOffset`, the highest offset any slave ever
+//! acknowledged), FLUSH_SLAVE_TIMEOUT after `slaveTimeout`, and
+//! SLAVE_NOT_AVAILABLE at once when no slave is connected or the
+//! acknowledged offset is `haMaxGapNotInSync` or more behind. A waiting put
+//! holds a oneshot receiver, no thread.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+/// How a replica wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplicaStatus {
+    /// A slave has the bytes.
+    Acked,
+    /// No slave acknowledged them in time (FLUSH_SLAVE_TIMEOUT).
+    TimedOut,
+    /// No slave in sync to wait for (SLAVE_NOT_AVAILABLE).
+    NotAvailable,
+}
+
+/// Slave acknowledgements and the puts waiting on them.
+#[derive(Debug)]
+pub struct ReplicaAcks {
+    acked: AtomicI64,
+    slaves: AtomicUsize,
+    max_gap: i64,
+    waiters: Mutex<BTreeMap<i64, Vec<oneshot::Sender<()>>>>,
+}
+
+impl ReplicaAcks {
+    /// Nothing acknowledged; a slave more than `max_gap` bytes behind does
+    /// not count as in sync.
+    pub fn new(max_gap: i64) -> Self {
+        Self {
+            acked: AtomicI64::new(0),
+            slaves: AtomicUsize::new(0),
+            max_gap,
+            waiters: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// A slave connected.
+    pub fn slave_connected(&self) {
+        self.slaves.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A slave's connection ended.
+    pub fn slave_gone(&self) {
+        self.slaves.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Slaves connected now.
+    pub fn slaves(&self) -> usize {
+        self.slaves.load(Ordering::Relaxed)
+    }
+
+    /// The highest offset any slave acknowledged.
+    pub fn acked(&self) -> i64 {
+        self.acked.load(Ordering::Acquire)
+    }
+
+    /// A slave acknowledged `offset`: every put ending at or before it is
+    /// answered.
+    pub fn ack(&self, offset: i64) {
+        let before = self.acked.fetch_max(offset, Ordering::AcqRel);
+        if offset <= before {
+            return;
+        }
+        let mut waiters = self.waiters.lock();
+        let later = waiters.split_off(&(offset + 1));
+        let done = std::mem::replace(&mut *waiters, later);
+        drop(waiters);
+        for tx in done.into_values().flatten() {
+            let _ = tx.send(());
+        }
+    }
+
+    /// Java's `isSlaveOK`: a slave is connected and the acknowledged offset
+    /// is less than the gap behind `end`.
+    pub fn slave_ok(&self, end: i64) -> bool {
+        self.slaves() > 0 && end - self.acked() < self.max_gap
+    }
+
+    /// Waits (at most `timeout`) until a slave acknowledged `end`.
+    pub async fn wait(&self, end: i64, timeout: Duration) -> ReplicaStatus {
+        if !self.slave_ok(end) {
+            return ReplicaStatus::NotAvailable;
+        }
+        let rx = {
+            let mut waiters = self.waiters.lock();
+            // Checked under the lock `ack` takes: an ack cannot slip between.
+            if self.acked() >= end {
+                return ReplicaStatus::Acked;
+            }
+            let (tx, rx) = oneshot::channel();
+            waiters.entry(end).or_default().push(tx);
+            rx
+        };
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(())) => ReplicaStatus::Acked,
+            _ => ReplicaStatus::TimedOut,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn acks_answer_waiters_in_order_and_time_out_the_rest() {
+        let acks = std::sync::Arc::new(ReplicaAcks::new(1_000));
+        assert_eq!(
+            acks.wait(10, Duration::from_secs(3)).await,
+            ReplicaStatus::NotAvailable
+        );
+        acks.slave_connected();
+        let a = tokio::spawn({
+            let acks = acks.clone();
+            async move { acks.wait(100, Duration::from_secs(3)).await }
+        });
+        let b = tokio::spawn({
+            let acks = acks.clone();
+            async move { acks.wait(200, Duration::from_secs(3)).await }
+        });
+        tokio::task::yield_now().await;
+        acks.ack(150);
+        assert_eq!(a.await.unwrap(), ReplicaStatus::Acked);
+        // b waits on past the ack below it, then times out.
+        assert_eq!(b.await.unwrap(), ReplicaStatus::TimedOut);
+        assert_eq!(
+            acks.wait(120, Duration::from_secs(3)).await,
+            ReplicaStatus::Acked
+        );
+        // Acks never go back.
+        acks.ack(50);
+        assert_eq!(acks.acked(), 150);
+        // Too far behind: not in sync.
+        assert!(!acks.slave_ok(150 + 1_000));
+        assert!(acks.slave_ok(150 + 999));
+        acks.slave_gone();
+        assert!(!acks.slave_ok(151));
+    }
+}

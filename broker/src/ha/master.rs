@@ -1,0 +1,240 @@
+//! The master's side: slaves connect to `haListenPort`; each connection
+//! reads the slave's reports (acknowledgements for SYNC_MASTER) and streams
+//! the CommitLog to it from where it asked (an empty slave: from the start
+//! of the master's last segment, as RocketMQ does), in frames of at most
+//! `haTransferBatchSize` bytes, with an empty frame after
+//! `haSendHeartbeatInterval` of silence. A slave silent for
+//! `haHousekeepingInterval` is dropped.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Notify};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::acks::ReplicaAcks;
+use super::wire::{last_report, FrameHeader};
+use super::HaSettings;
+use crate::store::MessageStore;
+
+/// Longest wait for new CommitLog data before looking again (a put also
+/// wakes the writers at once).
+const IDLE_POLL: Duration = Duration::from_millis(100);
+/// Bytes of slave reports read at a time.
+const READ_BUF: usize = 64 * 1024;
+
+/// What every slave connection shares.
+#[derive(Debug, Clone)]
+pub struct MasterShared {
+    /// The store streamed from.
+    pub store: Arc<MessageStore>,
+    /// Where acknowledgements go.
+    pub acks: Arc<ReplicaAcks>,
+    /// Woken when the CommitLog grows.
+    pub appended: Arc<Notify>,
+    /// Timings and sizes.
+    pub settings: HaSettings,
+}
+
+/// Accepts slaves on `listener` until `cancel`, each connection tracked by
+/// `tracker`.
+pub async fn serve(
+    listener: TcpListener,
+    shared: MasterShared,
+    cancel: CancellationToken,
+    tracker: TaskTracker,
+) {
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = cancel.cancelled() => break,
+            a = listener.accept() => a,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                let _ = stream.set_nodelay(true);
+                tracing::info!(%peer, "slave connected");
+                tracker.spawn(connection(
+                    stream,
+                    peer,
+                    shared.clone(),
+                    cancel.child_token(),
+                ));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "HA accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// One slave: its reports read on one task, the stream written on this one.
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: MasterShared,
+    cancel: CancellationToken,
+) {
+    shared.acks.slave_connected();
+    let (read, write) = stream.into_split();
+    let (first_tx, first_rx) = watch::channel(None);
+    let reader = tokio::spawn(read_reports(
+        read,
+        peer,
+        shared.clone(),
+        first_tx,
+        cancel.clone(),
+    ));
+    let why = write_stream(write, peer, &shared, first_rx, &cancel).await;
+    cancel.cancel();
+    let _ = reader.await;
+    shared.acks.slave_gone();
+    tracing::info!(%peer, why, "slave connection closed");
+}
+
+/// Reads the slave's reports: the first says where to start, every one
+/// acknowledges what the slave has.
+async fn read_reports(
+    mut read: OwnedReadHalf,
+    peer: SocketAddr,
+    shared: MasterShared,
+    first: watch::Sender<Option<i64>>,
+    cancel: CancellationToken,
+) {
+    let mut buf = Vec::with_capacity(READ_BUF);
+    let mut chunk = vec![0u8; READ_BUF];
+    let housekeeping = shared.settings.housekeeping;
+    let mut started = false;
+    loop {
+        let n = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return,
+            r = tokio::time::timeout(housekeeping, read.read(&mut chunk)) => match r {
+                Err(_) => {
+                    tracing::warn!(%peer, ?housekeeping, "ha housekeeping: no report from the slave; dropping it");
+                    break;
+                }
+                Ok(Ok(0)) | Ok(Err(_)) => break,
+                Ok(Ok(n)) => n,
+            },
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        let Some((offset, used)) = last_report(&buf) else {
+            continue;
+        };
+        buf.drain(..used);
+        if !started {
+            started = true;
+            tracing::info!(%peer, offset, "slave requests offset");
+            let _ = first.send(Some(offset));
+        } else if offset > shared.store.max_phy_offset() {
+            tracing::warn!(
+                %peer,
+                offset,
+                local = shared.store.max_phy_offset(),
+                "slave reports an offset past this CommitLog's end; dropping it"
+            );
+            break;
+        }
+        shared.acks.ack(offset);
+    }
+    cancel.cancel();
+}
+
+/// Streams the CommitLog to the slave; returns why it stopped.
+async fn write_stream(
+    mut write: OwnedWriteHalf,
+    peer: SocketAddr,
+    shared: &MasterShared,
+    mut first: watch::Receiver<Option<i64>>,
+    cancel: &CancellationToken,
+) -> &'static str {
+    let requested = loop {
+        if let Some(o) = *first.borrow_and_update() {
+            break o;
+        }
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => return "closed before the slave's first report",
+            r = first.changed() => if r.is_err() { return "reader ended" },
+        }
+    };
+    let log = shared.store.commit_log();
+    let mut next = if requested == 0 {
+        let max = log.max_offset();
+        max - max.rem_euclid(log.segment_size() as i64)
+    } else {
+        requested
+    };
+    tracing::info!(%peer, from = next, requested, "streaming the CommitLog to the slave");
+    let settings = shared.settings;
+    let mut last_write = Instant::now();
+    loop {
+        let notified = shared.appended.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let chunk = log.select_from(next).filter(|s| !s.bytes().is_empty());
+        let frame = match chunk {
+            Some(sel) => {
+                let n = sel.bytes().len().min(settings.batch_bytes);
+                let body = Bytes::from_owner(sel).slice(..n);
+                let header = FrameHeader {
+                    offset: next,
+                    size: n as i32,
+                };
+                next += n as i64;
+                Some((header, body))
+            }
+            None if last_write.elapsed() >= settings.heartbeat => Some((
+                FrameHeader {
+                    offset: next,
+                    size: 0,
+                },
+                Bytes::new(),
+            )),
+            None if next < log.min_offset() => {
+                tracing::error!(
+                    %peer,
+                    next,
+                    min = log.min_offset(),
+                    "the slave needs CommitLog data this master no longer has; it must be \
+                     rebuilt from an empty store"
+                );
+                return "slave behind the retained CommitLog";
+            }
+            None => None,
+        };
+        if let Some((header, body)) = frame {
+            let n = body.len() as u64;
+            let sent = async {
+                write.write_all(&header.encode()).await?;
+                write.write_all(&body).await
+            };
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return "stopped",
+                r = sent => if r.is_err() { return "write failed" },
+            }
+            metrics::counter!(
+                crate::metrics::names::HA_SENT_BYTES_TOTAL,
+                shared.store.metrics().labels().to_vec()
+            )
+            .increment(n);
+            last_write = Instant::now();
+            continue;
+        }
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => return "stopped",
+            () = notified => {}
+            () = tokio::time::sleep(IDLE_POLL) => {}
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! The slave's side: connects to the master's HA address (configured, or
+//! learned from the NameServer's register answer), reports its CommitLog
+//! end at once and then after every chunk it stores and every
+//! `haSendHeartbeatInterval`, and writes each chunk at the master's offset.
+//! A chunk that does not continue the local log means the two logs
+//! diverged: the connection is closed with an error naming both offsets and
+//! tried again later; nothing local is overwritten. (RocketMQ's slave waits
+//! a heartbeat interval before its first report; reporting at once is the
+//! same bytes, sooner.)
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::wire::{encode_report, FrameHeader, HEADER_LEN};
+use super::HaSettings;
+use crate::store::MessageStore;
+
+/// How long a connect to the master may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Wait before trying the master again after a failure.
+const RETRY_DELAY: Duration = Duration::from_secs(5);
+/// Largest frame body accepted (RocketMQ's read buffer is 4 MiB).
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// Why one connection to the master ended.
+#[derive(Debug, thiserror::Error)]
+enum Ended {
+    #[error("stopped")]
+    Stopped,
+    #[error("the master's HA address changed")]
+    AddressChanged,
+    #[error("connection: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the master sent a frame of {0} bytes")]
+    BadFrame(i32),
+    #[error("{0}")]
+    Store(#[from] rmq_store_file::StoreError),
+}
+
+/// Follows the master at the address `master` holds (none: wait) until
+/// `cancel`.
+pub async fn follow(
+    store: Arc<MessageStore>,
+    mut master: watch::Receiver<Option<String>>,
+    settings: HaSettings,
+    cancel: CancellationToken,
+) {
+    loop {
+        let addr = master.borrow_and_update().clone();
+        let ended = match addr {
+            None => {
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => return,
+                    () = address_changed(&mut master) => {}
+                }
+                continue;
+            }
+            Some(addr) => session(&store, &addr, &mut master, settings, &cancel).await,
+        };
+        match ended {
+            Ended::Stopped => return,
+            Ended::AddressChanged => continue,
+            Ended::Store(e @ rmq_store_file::StoreError::ReplicaGap { .. }) => {
+                tracing::error!(error = %e, "replication refused: this slave's CommitLog does not continue the master's; nothing local was overwritten");
+            }
+            e => tracing::warn!(error = %e, "connection to the master ended"),
+        }
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => return,
+            () = tokio::time::sleep(RETRY_DELAY) => {}
+        }
+    }
+}
+
+/// Completes when the master's address changes; never, once no one can
+/// change it (a configured address).
+async fn address_changed(master: &mut watch::Receiver<Option<String>>) {
+    if master.changed().await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// One connection: report, then store frames and report as they come.
+async fn session(
+    store: &MessageStore,
+    addr: &str,
+    master: &mut watch::Receiver<Option<String>>,
+    settings: HaSettings,
+    cancel: &CancellationToken,
+) -> Ended {
+    let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Ended::Io(e),
+        Err(_) => {
+            return Ended::Io(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("connect to {addr} took over {CONNECT_TIMEOUT:?}"),
+            ))
+        }
+    };
+    let _ = stream.set_nodelay(true);
+    let (mut read, mut write) = stream.into_split();
+    tracing::info!(
+        master = addr,
+        offset = store.max_phy_offset(),
+        "following the master"
+    );
+    let mut reported = store.max_phy_offset();
+    if let Err(e) = write.write_all(&encode_report(reported)).await {
+        return e.into();
+    }
+    let mut heartbeat = tokio::time::interval(settings.heartbeat);
+    heartbeat.tick().await;
+    // Frames are parsed from this buffer: `read_buf` is cancel-safe, so a
+    // heartbeat never cuts a frame.
+    let mut buf = bytes::BytesMut::with_capacity(64 * 1024);
+    loop {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Ended::Stopped,
+            () = address_changed(master) => return Ended::AddressChanged,
+            _ = heartbeat.tick() => {
+                reported = store.max_phy_offset();
+                if let Err(e) = write.write_all(&encode_report(reported)).await {
+                    return e.into();
+                }
+            }
+            r = tokio::time::timeout(settings.housekeeping, read.read_buf(&mut buf)) => {
+                match r {
+                    Err(_) => return Ended::Io(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("nothing from the master for {:?}", settings.housekeeping),
+                    )),
+                    Ok(Err(e)) => return e.into(),
+                    Ok(Ok(0)) => return Ended::Io(std::io::ErrorKind::UnexpectedEof.into()),
+                    Ok(Ok(_)) => {}
+                }
+                if let Err(e) = store_frames(store, &mut buf) {
+                    return e;
+                }
+                let end = store.max_phy_offset();
+                if end > reported {
+                    reported = end;
+                    if let Err(e) = write.write_all(&encode_report(reported)).await {
+                        return e.into();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Stores every complete frame at the front of `buf` and removes it.
+fn store_frames(store: &MessageStore, buf: &mut bytes::BytesMut) -> Result<(), Ended> {
+    while buf.len() >= HEADER_LEN {
+        let mut header = [0u8; HEADER_LEN];
+        header.copy_from_slice(&buf[..HEADER_LEN]);
+        let h = FrameHeader::decode(&header);
+        let size = usize::try_from(h.size)
+            .ok()
+            .filter(|s| *s <= MAX_BODY)
+            .ok_or(Ended::BadFrame(h.size))?;
+        if buf.len() < HEADER_LEN + size {
+            buf.reserve(HEADER_LEN + size - buf.len());
+            return Ok(());
+        }
+        let frame = buf.split_to(HEADER_LEN + size);
+        store.append_replica(h.offset, &frame[HEADER_LEN..])?;
+    }
+    Ok(())
+}

@@ -1,0 +1,236 @@
+//! The NameServer's own settings, as GET_NAMESRV_CONFIG shows them and
+//! UPDATE_NAMESRV_CONFIG changes them (mqadmin getNamesrvConfig /
+//! updateNamesrvConfig), kept in `namesrv.properties` beside `kvConfig.json`.
+//!
+//! Java's rules: the answer is `key=value` lines; an update naming
+//! `kvConfigPath` or `configStorePath` is refused whole with NO_PERMISSION
+//! ("Can not update config path"); keys the NameServer does not know are
+//! ignored. Beyond Java: a known key that cannot change while running
+//! (`listenPort`) is refused by name rather than recorded without effect,
+//! and a bad value is refused by name rather than dropped.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use rmq_common::remoting::ResponseCode;
+
+use crate::error::MetaError;
+use crate::meta::write_bytes;
+
+/// Where a NameServer keeps its files and how long brokers live unheard.
+#[derive(Debug, Clone)]
+pub struct NamesrvOptions {
+    /// A broker silent for longer is dropped, ms.
+    pub expiry_ms: i64,
+    /// Folder of `kvConfig.json` and `namesrv.properties`; `None` keeps
+    /// both in memory only (tests).
+    pub dir: Option<PathBuf>,
+}
+
+impl NamesrvOptions {
+    /// In memory only, with `expiry_ms`.
+    pub fn in_memory(expiry_ms: i64) -> Self {
+        Self {
+            expiry_ms,
+            dir: None,
+        }
+    }
+
+    /// `kvConfig.json`'s path.
+    pub fn kv_config_path(&self) -> Option<PathBuf> {
+        self.dir.as_ref().map(|d| d.join("kvConfig.json"))
+    }
+
+    fn config_store_path(&self) -> Option<PathBuf> {
+        self.dir.as_ref().map(|d| d.join("namesrv.properties"))
+    }
+}
+
+/// The key of the broker expiry.
+const EXPIRY_KEY: &str = "namesrvBrokerExpiry";
+/// Shortest broker expiry accepted, ms.
+const MIN_EXPIRY_MS: i64 = 1_000;
+
+/// The settings, readable while requests change them.
+#[derive(Debug)]
+pub struct NamesrvConfig {
+    expiry_ms: AtomicI64,
+    listen_port: AtomicI64,
+    kv_config_path: Option<PathBuf>,
+    config_store_path: Option<PathBuf>,
+}
+
+/// An update refused: the code and the remark.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ConfigRefusal {
+    /// Response code.
+    pub code: ResponseCode,
+    /// Why.
+    pub remark: String,
+}
+
+impl NamesrvConfig {
+    /// `options`, with what an earlier UPDATE_NAMESRV_CONFIG persisted on
+    /// top (a persisted value that no longer parses is logged and skipped).
+    pub fn open(options: &NamesrvOptions) -> Self {
+        let config = Self {
+            expiry_ms: AtomicI64::new(options.expiry_ms),
+            listen_port: AtomicI64::new(0),
+            kv_config_path: options.kv_config_path(),
+            config_store_path: options.config_store_path(),
+        };
+        if let Some(path) = &config.config_store_path {
+            if let Ok(text) = std::fs::read_to_string(path) {
+                for (k, v) in parse_properties(&text) {
+                    if k == EXPIRY_KEY {
+                        match parse_expiry(&v) {
+                            Ok(ms) => config.expiry_ms.store(ms, Ordering::Relaxed),
+                            Err(e) => {
+                                tracing::warn!(path = %path.display(), error = %e.remark, "persisted NameServer setting skipped")
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        config
+    }
+
+    /// The broker expiry now, ms.
+    pub fn expiry_ms(&self) -> i64 {
+        self.expiry_ms.load(Ordering::Relaxed)
+    }
+
+    /// Records the port the NameServer listens on.
+    pub fn set_listen_port(&self, port: u16) {
+        self.listen_port.store(i64::from(port), Ordering::Relaxed);
+    }
+
+    /// GET_NAMESRV_CONFIG's body: `key=value` lines.
+    pub fn text(&self) -> String {
+        let path = |p: &Option<PathBuf>| {
+            p.as_deref()
+                .map_or(String::new(), |p| p.display().to_string())
+        };
+        format!(
+            "listenPort={}\n{EXPIRY_KEY}={}\nkvConfigPath={}\nconfigStorePath={}\n",
+            self.listen_port.load(Ordering::Relaxed),
+            self.expiry_ms(),
+            path(&self.kv_config_path),
+            path(&self.config_store_path),
+        )
+    }
+
+    /// UPDATE_NAMESRV_CONFIG: applies `body` (properties text) and writes
+    /// the settings; all of it or none.
+    pub fn update(&self, body: &str) -> Result<(), ConfigRefusal> {
+        let props = parse_properties(body);
+        let mut expiry = None;
+        for (k, v) in &props {
+            match k.as_str() {
+                "kvConfigPath" | "configStorePath" => {
+                    return Err(ConfigRefusal {
+                        code: ResponseCode::NoPermission,
+                        remark: "Can not update config path".into(),
+                    })
+                }
+                EXPIRY_KEY => expiry = Some(parse_expiry(v)?),
+                "listenPort" => {
+                    return Err(ConfigRefusal {
+                        code: ResponseCode::SystemError,
+                        remark: "listenPort cannot change while the NameServer runs: set it in \
+                                 the configuration and restart"
+                            .into(),
+                    })
+                }
+                other => tracing::warn!(
+                    key = other,
+                    "UPDATE_NAMESRV_CONFIG: no such NameServer setting here; ignored (as Java does)"
+                ),
+            }
+        }
+        if let Some(ms) = expiry {
+            self.expiry_ms.store(ms, Ordering::Relaxed);
+        }
+        self.persist().map_err(|e| ConfigRefusal {
+            code: ResponseCode::SystemError,
+            remark: e.to_string(),
+        })
+    }
+
+    fn persist(&self) -> Result<(), MetaError> {
+        match &self.config_store_path {
+            Some(p) => write_bytes(p, format!("{EXPIRY_KEY}={}\n", self.expiry_ms()).as_bytes()),
+            None => Ok(()),
+        }
+    }
+
+    /// Where the settings are kept, if anywhere.
+    pub fn config_store_path(&self) -> Option<&Path> {
+        self.config_store_path.as_deref()
+    }
+}
+
+fn parse_expiry(v: &str) -> Result<i64, ConfigRefusal> {
+    v.trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|ms| *ms >= MIN_EXPIRY_MS)
+        .ok_or_else(|| ConfigRefusal {
+            code: ResponseCode::SystemError,
+            remark: format!(
+                "{EXPIRY_KEY}={v}: must be a whole number of ms, at least {MIN_EXPIRY_MS}"
+            ),
+        })
+}
+
+/// `key=value` (or `key:value`) lines of a Java properties text; blank
+/// lines and `#`/`!` comments skipped, keys and values trimmed.
+pub fn parse_properties(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
+        .filter_map(|l| {
+            let at = l.find(['=', ':'])?;
+            Some((l[..at].trim().to_owned(), l[at + 1..].trim().to_owned()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn updates_apply_persist_and_refuse_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = NamesrvOptions {
+            expiry_ms: 120_000,
+            dir: Some(dir.path().to_owned()),
+        };
+        let c = NamesrvConfig::open(&options);
+        c.set_listen_port(9876);
+        assert!(c.text().contains("namesrvBrokerExpiry=120000\n"));
+        assert!(c.text().starts_with("listenPort=9876\n"));
+        c.update("namesrvBrokerExpiry=30000\nunknownKey=1\n")
+            .unwrap();
+        assert_eq!(c.expiry_ms(), 30_000);
+        let refused = c
+            .update("kvConfigPath=/tmp/x\nnamesrvBrokerExpiry=5000")
+            .unwrap_err();
+        assert_eq!(refused.code, ResponseCode::NoPermission);
+        assert_eq!(c.expiry_ms(), 30_000, "a refused update changes nothing");
+        assert!(c
+            .update("namesrvBrokerExpiry=5")
+            .unwrap_err()
+            .remark
+            .contains("namesrvBrokerExpiry"));
+        assert!(c
+            .update("listenPort=1")
+            .unwrap_err()
+            .remark
+            .contains("listenPort"));
+        // A restart keeps the update.
+        assert_eq!(NamesrvConfig::open(&options).expiry_ms(), 30_000);
+    }
+}

@@ -1,0 +1,189 @@
+//! Apache RocketMQ's own 4.9.7 NameServer and broker, started from the
+//! published jars `scripts/setup.sh` fetches into
+//! `tests/java/target-apache/lib`: for tests that put this project's tools,
+//! or this broker as master or slave, beside them.
+//!
+//! Apache's broker cannot listen on port 0 (it registers the port it was
+//! configured with, and opens listenPort-2 and listenPort+1 beside it), so
+//! free ports on 127.0.0.1 are found first.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Longest a Java NameServer or broker may take to start.
+pub const START_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Where the jars are.
+pub fn lib_dir() -> PathBuf {
+    crate::java::java_dir().join("target-apache").join("lib")
+}
+
+/// Panics with the set-up hint when the jars are missing.
+pub fn require_jars() {
+    assert!(
+        lib_dir().join(".complete").exists(),
+        "Apache RocketMQ 4.9.7 jars missing in {}: run scripts/setup.sh",
+        lib_dir().display()
+    );
+}
+
+/// A Java process killed when dropped.
+#[derive(Debug)]
+pub struct Jvm {
+    child: Child,
+    out: PathBuf,
+}
+
+impl Drop for Jvm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const LOGBACK: &str = r#"<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>${user.home}/logs/java.log</file>
+    <encoder><pattern>%d %p %t - %m%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+"#;
+
+impl Jvm {
+    /// Starts `main` with `args` in `home` (its ROCKETMQ_HOME, given the
+    /// logging set-up 4.9.7 needs); output in `home/<name>.out`.
+    pub fn start(home: &Path, main: &str, args: &[&str], name: &str) -> Self {
+        std::fs::create_dir_all(home.join("conf")).unwrap();
+        for n in ["broker", "namesrv"] {
+            std::fs::write(home.join(format!("conf/logback_{n}.xml")), LOGBACK).unwrap();
+        }
+        let out = home.join(format!("{name}.out"));
+        let file = std::fs::File::create(&out).unwrap();
+        let child = Command::new("java")
+            .args([
+                "-Xms256m",
+                "-Xmx256m",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "--add-opens=java.base/java.nio=ALL-UNNAMED",
+                "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+                "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+                &format!("-Duser.home={}", home.display()),
+                &format!("-Drocketmq.home.dir={}", home.display()),
+                "-cp",
+                &format!("{}/*", lib_dir().display()),
+                main,
+            ])
+            .args(args)
+            .env("ROCKETMQ_HOME", home)
+            .current_dir(home)
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("java (scripts/setup.sh installs it)");
+        Self { child, out }
+    }
+
+    /// Starts a NameServer on `port`.
+    pub fn namesrv(home: &Path, port: u16) -> Self {
+        std::fs::create_dir_all(home).unwrap();
+        let conf = home.join("namesrv.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "listenPort={port}\nkvConfigPath={0}/namesrv/kvConfig.json\nconfigStorePath={0}/namesrv/namesrv.properties\n",
+                home.display()
+            ),
+        )
+        .unwrap();
+        let mut jvm = Self::start(
+            home,
+            "org.apache.rocketmq.namesrv.NamesrvStartup",
+            &["-c", &conf.to_string_lossy()],
+            "namesrv",
+        );
+        jvm.wait_booted("Apache NameServer 4.9.7");
+        jvm
+    }
+
+    /// Starts a broker registering with `namesrv`, on `port` (see
+    /// [`broker_base_port`]), with `extra` broker.conf lines.
+    pub fn broker(home: &Path, port: u16, namesrv: &str, extra: &str) -> Self {
+        std::fs::create_dir_all(home).unwrap();
+        let conf = home.join("broker.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "brokerClusterName=DefaultCluster\nbrokerName=broker-a\nbrokerIP1=127.0.0.1\n\
+                 brokerIP2=127.0.0.1\nlistenPort={port}\nstorePathRootDir={0}/store\n\
+                 storePathCommitLog={0}/store/commitlog\nflushDiskType=ASYNC_FLUSH\n{extra}",
+                home.display()
+            ),
+        )
+        .unwrap();
+        let mut jvm = Self::start(
+            home,
+            "org.apache.rocketmq.broker.BrokerStartup",
+            &["-c", &conf.to_string_lossy(), "-n", namesrv],
+            "broker",
+        );
+        jvm.wait_booted("Apache broker 4.9.7");
+        jvm
+    }
+
+    /// Waits (bounded) for "boot success" in its output.
+    pub fn wait_booted(&mut self, what: &str) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let text = std::fs::read_to_string(&self.out).unwrap_or_default();
+            if text.contains("boot success") {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("{what} exited ({status}) before booting:\n{text}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what} did not boot within {START_TIMEOUT:?}:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// A port `p` such that `p - 2`, `p` and `p + 1` are free on 127.0.0.1
+/// (Apache's broker, its "fast" port and its HA port).
+pub fn broker_base_port() -> u16 {
+    for _ in 0..50 {
+        let p = free_port();
+        if p < 1026 || p == u16::MAX {
+            continue;
+        }
+        let all: Vec<_> = [p - 2, p, p + 1]
+            .iter()
+            .map(|q| TcpListener::bind(("127.0.0.1", *q)))
+            .collect();
+        if all.iter().all(Result::is_ok) {
+            return p;
+        }
+    }
+    panic!("no three free ports found on 127.0.0.1");
+}
+
+/// A port free on 127.0.0.1 now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `127.0.0.1:<port>`.
+pub fn local(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
