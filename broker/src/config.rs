@@ -118,6 +118,13 @@ pub struct BrokerConfig {
     /// FLUSH_SLAVE_TIMEOUT, ms.
     #[serde(rename = "slaveTimeout")]
     pub slave_timeout_ms: u64,
+    /// Consumers may be sent to a slave: pull answers suggest the group's
+    /// `brokerId` (or `whichBrokerWhenConsumeSlowly` when the consumer is
+    /// far behind) instead of always the master (RocketMQ's default: off).
+    pub slave_read_enable: bool,
+    /// A slave corrects a pull's offset (PULL_OFFSET_MOVED) instead of
+    /// answering PULL_RETRY_IMMEDIATELY (RocketMQ's default: off).
+    pub offset_check_in_slave: bool,
 }
 
 impl Default for BrokerConfig {
@@ -136,6 +143,8 @@ impl Default for BrokerConfig {
             ha_transfer_batch_size: 32 * 1024,
             ha_max_gap_not_in_sync: 256 * 1024 * 1024,
             slave_timeout_ms: 3_000,
+            slave_read_enable: false,
+            offset_check_in_slave: false,
             broker_id: 0,
             broker_ip1: "127.0.0.1".into(),
             listen_port: 10911,

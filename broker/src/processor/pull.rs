@@ -14,8 +14,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::{blocking, Handled, Refusal};
 use crate::context::BrokerContext;
+use crate::ha::BrokerRole;
 use crate::store::{GetMessageResult, GetRequest, GetStatus, SubscriptionFilter, TagFilter};
-use rmq_common::remoting::body::PERM_READ;
+use rmq_common::remoting::body::{SubscriptionGroupConfig, PERM_READ};
+
+/// The master's broker id.
+const MASTER_ID: i64 = 0;
 
 /// Handles a pull. `conn_gone` gives a token cancelled once the request's
 /// connection has closed; a held pull ends then, as nobody is left to answer.
@@ -60,7 +64,10 @@ pub async fn handle(
         ));
     }
     let filter = subscription_filter(ctx, &h)?;
-    if pull_sys_flag::has_commit_offset(h.sys_flag) && h.commit_offset >= 0 {
+    let slave = ctx.settings.broker.broker_role == BrokerRole::Slave;
+    // A slave keeps only offsets sent with UPDATE_CONSUMER_OFFSET (and
+    // those it copies from its master), as RocketMQ's.
+    if !slave && pull_sys_flag::has_commit_offset(h.sys_flag) && h.commit_offset >= 0 {
         ctx.offsets
             .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
     }
@@ -108,7 +115,37 @@ pub async fn handle(
             result.total_bytes as u64,
         );
     }
-    Ok(response(&result, h.queue_offset))
+    let mut code = pull_code(&result, h.queue_offset);
+    let mut suggest = suggested_broker(ctx, &h.consumer_group, result.far_behind);
+    if slave && code == ResponseCode::PullOffsetMoved && !ctx.settings.broker.offset_check_in_slave
+    {
+        // A slave may be behind its master: no correction, ask again.
+        code = ResponseCode::PullRetryImmediately;
+        suggest = group_config(ctx, &h.consumer_group).broker_id;
+    }
+    Ok(response(&result, code, suggest))
+}
+
+/// RocketMQ's `suggestWhichBrokerId`: the master, unless slaves may serve
+/// reads (`slaveReadEnable`); then the group's `whichBrokerWhenConsumeSlowly`
+/// for a consumer far behind, else the group's `brokerId`.
+fn suggested_broker(ctx: &BrokerContext, group: &str, far_behind: bool) -> i64 {
+    if !ctx.settings.broker.slave_read_enable {
+        return MASTER_ID;
+    }
+    let g = group_config(ctx, group);
+    if far_behind {
+        g.which_broker_when_consume_slowly
+    } else {
+        g.broker_id
+    }
+}
+
+/// The group's settings (a group not yet stored has the defaults).
+fn group_config(ctx: &BrokerContext, group: &str) -> SubscriptionGroupConfig {
+    ctx.groups
+        .get(group)
+        .unwrap_or_else(|| SubscriptionGroupConfig::named(group))
 }
 
 /// Java's checks of the subscription group: it exists (or is created on
@@ -275,11 +312,10 @@ fn pull_code(r: &GetMessageResult, requested: i64) -> ResponseCode {
     }
 }
 
-fn response(r: &GetMessageResult, requested: i64) -> RemotingCommand {
-    let code = pull_code(r, requested);
+fn response(r: &GetMessageResult, code: ResponseCode, suggest: i64) -> RemotingCommand {
     let mut resp = RemotingCommand::response(code, Some(format!("{:?}", r.status)));
     resp.ext_fields = PullMessageResponseHeader {
-        suggest_which_broker_id: 0,
+        suggest_which_broker_id: suggest,
         next_begin_offset: r.next_begin_offset,
         min_offset: r.min_offset,
         max_offset: r.max_offset,

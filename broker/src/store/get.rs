@@ -55,6 +55,10 @@ pub struct GetMessageResult {
     pub max_offset: i64,
     /// Bytes returned.
     pub total_bytes: usize,
+    /// The last message looked at is further behind the CommitLog's end
+    /// than the in-memory window: a pull under transfer limits suggests a
+    /// slave (RocketMQ's `suggestPullingFromSlave`).
+    pub far_behind: bool,
 }
 
 impl GetMessageResult {
@@ -67,6 +71,7 @@ impl GetMessageResult {
             min_offset: min,
             max_offset: max,
             total_bytes: 0,
+            far_behind: false,
         }
     }
 }
@@ -307,6 +312,7 @@ impl MessageStore {
         let mut scanned = 0usize;
         let mut skip_below_phy = i64::MIN;
         let end_phy = self.commit_log.max_offset();
+        let mut last_phy = end_phy;
         'outer: while scanned < scan_limit && cursor < max {
             units.clear();
             let read_started = std::time::Instant::now();
@@ -358,6 +364,7 @@ impl MessageStore {
                 scanned += 1;
                 cursor = unit.queue_offset + 1;
                 result.next_begin_offset = cursor;
+                last_phy = unit.phy_offset;
                 if unit.phy_offset < skip_below_phy {
                     continue;
                 }
@@ -388,6 +395,9 @@ impl MessageStore {
                 result.messages.push(sel);
             }
         }
+        result.far_behind = req.caps.is_some_and(|c| {
+            u64::try_from(end_phy - last_phy).unwrap_or(0) > c.memory_window_bytes
+        });
         Ok(result)
     }
 }
