@@ -141,7 +141,20 @@ pub async fn handle(
     }
     // No hand-off to a blocking thread: the append is a copy under the put
     // lock, and a SYNC_FLUSH wait is a future the group commit completes.
-    let result = ctx.store.put_async(&messages).await?;
+    // A SYNC_MASTER waits for a slave to have the bytes meanwhile.
+    let replicate = ctx.settings.broker.broker_role == crate::ha::BrokerRole::SyncMaster
+        && messages.first().is_some_and(crate::store::wants_wait);
+    let slave_timeout = std::time::Duration::from_millis(ctx.settings.broker.slave_timeout_ms);
+    let (result, replica) = ctx
+        .store
+        .put_async_with(&messages, |end| async move {
+            if replicate {
+                Some(ctx.ha_acks.wait(end, slave_timeout).await)
+            } else {
+                None
+            }
+        })
+        .await?;
     let wrote: i64 = result.appended.iter().map(|a| i64::from(a.size)).sum();
     if let Some(m) = messages.first() {
         ctx.items.topic_put(
@@ -166,15 +179,10 @@ pub async fn handle(
     };
     // SYNC_MASTER: answered once a slave has the bytes; its verdict wins
     // over the flush's, as in RocketMQ. The message is stored either way.
-    let waits = messages.first().is_some_and(crate::store::wants_wait);
-    if ctx.settings.broker.broker_role == crate::ha::BrokerRole::SyncMaster && waits {
-        let end = result.appended.last().map_or(0, |a| a.end_offset());
-        let timeout = std::time::Duration::from_millis(ctx.settings.broker.slave_timeout_ms);
-        match ctx.ha_acks.wait(end, timeout).await {
-            crate::ha::ReplicaStatus::Acked => {}
-            crate::ha::ReplicaStatus::TimedOut => code = ResponseCode::FlushSlaveTimeout,
-            crate::ha::ReplicaStatus::NotAvailable => code = ResponseCode::SlaveNotAvailable,
-        }
+    match replica {
+        None | Some(crate::ha::ReplicaStatus::Acked) => {}
+        Some(crate::ha::ReplicaStatus::TimedOut) => code = ResponseCode::FlushSlaveTimeout,
+        Some(crate::ha::ReplicaStatus::NotAvailable) => code = ResponseCode::SlaveNotAvailable,
     }
     Ok(send_answer(
         code,

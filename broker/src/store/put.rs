@@ -82,16 +82,37 @@ impl MessageStore {
     /// per send. Same rules and results as [`MessageStore::put_message`]
     /// and [`MessageStore::put_messages`].
     pub async fn put_async(&self, msgs: &[MessageToStore]) -> Result<PutMessageResult, StoreError> {
+        let (r, ()) = self.put_async_with(msgs, |_| async {}).await?;
+        Ok(r)
+    }
+
+    /// [`MessageStore::put_async`], and meanwhile `also(end)` (`end`: the
+    /// CommitLog offset past what was appended): a SYNC_MASTER waits for
+    /// its slave while the group commit flushes, not after it.
+    pub async fn put_async_with<F, Fut>(
+        &self,
+        msgs: &[MessageToStore],
+        also: F,
+    ) -> Result<(PutMessageResult, Fut::Output), StoreError>
+    where
+        F: FnOnce(i64) -> Fut,
+        Fut: std::future::Future,
+    {
         let started = std::time::Instant::now();
         let a = match msgs {
             [one] => self.append_one(one)?,
             many => self.append_many(many)?,
         };
-        let status = match a.flush_to {
-            Some(end) => self.flushed(end).await?,
-            None => PutStatus::PutOk,
+        let end = a.appended.last().map_or(0, AppendResult::end_offset);
+        let flush_to = a.flush_to;
+        let flushed = async {
+            match flush_to {
+                Some(end) => self.flushed(end).await,
+                None => Ok(PutStatus::PutOk),
+            }
         };
-        Ok(self.finish_put(a, status, started))
+        let (status, other) = tokio::join!(flushed, also(end));
+        Ok((self.finish_put(a, status?, started), other))
     }
 
     fn ensure_writable(&self) -> Result<(), StoreError> {
