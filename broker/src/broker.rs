@@ -202,6 +202,7 @@ impl Broker {
             stats: Arc::new(crate::metrics::BrokerStats::new()),
             items: Arc::new(crate::metrics::StatsItems::new()),
             ha_acks: Arc::new(crate::ha::ReplicaAcks::new(settings_ha_gap)),
+            ha_link: Arc::default(),
             ha_addr: std::sync::OnceLock::new(),
             runtime,
             boot_ms: rmq_common::time::now_ms(),
@@ -603,6 +604,7 @@ fn start_ha_slave(
         Arc::clone(&ctx.store),
         master,
         b.ha_settings(),
+        Arc::clone(&ctx.ha_link),
         cancel.clone(),
     ));
 }

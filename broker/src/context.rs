@@ -52,6 +52,8 @@ pub struct BrokerContext {
     pub items: Arc<crate::metrics::StatsItems>,
     /// What slaves acknowledged (SYNC_MASTER waits on it).
     pub ha_acks: Arc<crate::ha::ReplicaAcks>,
+    /// The master a slave streams from now.
+    pub ha_link: Arc<crate::ha::slave::SlaveLink>,
     /// Where this broker takes slaves, once it listens.
     pub ha_addr: std::sync::OnceLock<SocketAddr>,
     /// Settings UPDATE_BROKER_CONFIG may change while running.

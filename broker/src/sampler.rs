@@ -185,30 +185,25 @@ impl Sampler {
         }
     }
 
-    /// Replication, on a master: slaves, what they acknowledged and how
-    /// far behind that is, in bytes and seconds.
+    /// Replication, on a master: slaves connected and in sync, and per
+    /// slave what it acknowledged and how far behind the CommitLog's end
+    /// that is, in bytes and seconds.
     fn replication(&self) {
         if self.ctx.settings.broker.broker_role == crate::ha::BrokerRole::Slave {
             return;
         }
         let acks = &self.ctx.ha_acks;
-        let store = &self.ctx.store;
-        let end = store.max_phy_offset();
-        let acked = acks.acked();
-        let lag = if acks.slaves() > 0 {
-            (end - acked).max(0)
-        } else {
-            0
-        };
-        let lag_s = if lag > 0 { self.age_s(acked) } else { 0.0 };
+        let end = self.ctx.store.max_phy_offset();
         self.gauge(names::HA_SLAVES, acks.slaves() as f64);
-        self.gauge(
-            names::HA_IN_SYNC_SLAVES,
-            f64::from(u8::from(acks.slave_ok(end))),
-        );
-        self.gauge(names::HA_ACKED_OFFSET, acked as f64);
-        self.gauge(names::HA_LAG_BYTES, lag as f64);
-        self.gauge(names::HA_LAG_SECONDS, lag_s);
+        self.gauge(names::HA_IN_SYNC_SLAVES, acks.in_sync(end) as f64);
+        for (slave, acked) in acks.per_slave() {
+            let lag = (end - acked).max(0);
+            let lag_s = if lag > 0 { self.age_s(acked) } else { 0.0 };
+            let labels = self.with(&[("slave", slave)]);
+            metrics::gauge!(names::HA_ACKED_OFFSET, labels.clone()).set(acked as f64);
+            metrics::gauge!(names::HA_LAG_BYTES, labels.clone()).set(lag as f64);
+            metrics::gauge!(names::HA_LAG_SECONDS, labels).set(lag_s);
+        }
     }
 
     fn services(&self) {

@@ -29,6 +29,8 @@ pub enum ReplicaStatus {
 pub struct ReplicaAcks {
     acked: AtomicI64,
     slaves: AtomicUsize,
+    /// What each connected slave acknowledged, by its address.
+    per_slave: Mutex<BTreeMap<String, i64>>,
     max_gap: i64,
     waiters: Mutex<BTreeMap<i64, Vec<oneshot::Sender<()>>>>,
 }
@@ -40,19 +42,40 @@ impl ReplicaAcks {
         Self {
             acked: AtomicI64::new(0),
             slaves: AtomicUsize::new(0),
+            per_slave: Mutex::new(BTreeMap::new()),
             max_gap,
             waiters: Mutex::new(BTreeMap::new()),
         }
     }
 
-    /// A slave connected.
-    pub fn slave_connected(&self) {
+    /// The slave at `slave` connected (nothing acknowledged yet).
+    pub fn slave_connected(&self, slave: &str) {
+        self.per_slave.lock().insert(slave.to_owned(), 0);
         self.slaves.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A slave's connection ended.
-    pub fn slave_gone(&self) {
+    /// The connection of the slave at `slave` ended.
+    pub fn slave_gone(&self, slave: &str) {
+        self.per_slave.lock().remove(slave);
         self.slaves.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Each connected slave's address and the offset it acknowledged.
+    pub fn per_slave(&self) -> Vec<(String, i64)> {
+        self.per_slave
+            .lock()
+            .iter()
+            .map(|(a, o)| (a.clone(), *o))
+            .collect()
+    }
+
+    /// Connected slaves less than the in-sync gap behind `end`.
+    pub fn in_sync(&self, end: i64) -> usize {
+        self.per_slave
+            .lock()
+            .values()
+            .filter(|o| end - **o < self.max_gap)
+            .count()
     }
 
     /// Slaves connected now.
@@ -65,9 +88,12 @@ impl ReplicaAcks {
         self.acked.load(Ordering::Acquire)
     }
 
-    /// A slave acknowledged `offset`: every put ending at or before it is
-    /// answered.
-    pub fn ack(&self, offset: i64) {
+    /// The slave at `slave` acknowledged `offset`: every put ending at or
+    /// before it is answered.
+    pub fn ack(&self, slave: &str, offset: i64) {
+        if let Some(o) = self.per_slave.lock().get_mut(slave) {
+            *o = (*o).max(offset);
+        }
         let before = self.acked.fetch_max(offset, Ordering::AcqRel);
         if offset <= before {
             return;
@@ -120,7 +146,7 @@ mod tests {
             acks.wait(10, Duration::from_secs(3)).await,
             ReplicaStatus::NotAvailable
         );
-        acks.slave_connected();
+        acks.slave_connected("s1");
         let a = tokio::spawn({
             let acks = acks.clone();
             async move { acks.wait(100, Duration::from_secs(3)).await }
@@ -130,7 +156,7 @@ mod tests {
             async move { acks.wait(200, Duration::from_secs(3)).await }
         });
         tokio::task::yield_now().await;
-        acks.ack(150);
+        acks.ack("s1", 150);
         assert_eq!(a.await.unwrap(), ReplicaStatus::Acked);
         // b waits on past the ack below it, then times out.
         assert_eq!(b.await.unwrap(), ReplicaStatus::TimedOut);
@@ -139,12 +165,20 @@ mod tests {
             ReplicaStatus::Acked
         );
         // Acks never go back.
-        acks.ack(50);
+        acks.ack("s1", 50);
         assert_eq!(acks.acked(), 150);
+        // A second slave, behind: counted, not in sync at this end.
+        acks.slave_connected("s2");
+        acks.ack("s2", 100);
+        assert_eq!(acks.per_slave(), [("s1".into(), 150), ("s2".into(), 100)]);
+        assert_eq!(acks.in_sync(1_120), 1);
+        assert_eq!(acks.in_sync(1_000), 2);
+        acks.slave_gone("s2");
         // Too far behind: not in sync.
         assert!(!acks.slave_ok(150 + 1_000));
         assert!(acks.slave_ok(150 + 999));
-        acks.slave_gone();
+        acks.slave_gone("s1");
         assert!(!acks.slave_ok(151));
+        assert!(acks.per_slave().is_empty());
     }
 }

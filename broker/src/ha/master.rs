@@ -82,7 +82,8 @@ async fn connection(
     shared: MasterShared,
     cancel: CancellationToken,
 ) {
-    shared.acks.slave_connected();
+    let slave = peer.to_string();
+    shared.acks.slave_connected(&slave);
     let (read, write) = stream.into_split();
     let (first_tx, first_rx) = watch::channel(None);
     let reader = tokio::spawn(read_reports(
@@ -95,7 +96,7 @@ async fn connection(
     let why = write_stream(write, peer, &shared, first_rx, &cancel).await;
     cancel.cancel();
     let _ = reader.await;
-    shared.acks.slave_gone();
+    shared.acks.slave_gone(&slave);
     tracing::info!(%peer, why, "slave connection closed");
 }
 
@@ -108,6 +109,7 @@ async fn read_reports(
     first: watch::Sender<Option<i64>>,
     cancel: CancellationToken,
 ) {
+    let slave = peer.to_string();
     let mut buf = Vec::with_capacity(READ_BUF);
     let mut chunk = vec![0u8; READ_BUF];
     let housekeeping = shared.settings.housekeeping;
@@ -143,7 +145,7 @@ async fn read_reports(
             );
             break;
         }
-        shared.acks.ack(offset);
+        shared.acks.ack(&slave, offset);
     }
     cancel.cancel();
 }

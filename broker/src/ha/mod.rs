@@ -25,6 +25,17 @@ pub enum BrokerRole {
     Slave,
 }
 
+impl BrokerRole {
+    /// RocketMQ's name of the role (`brokerRole`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::AsyncMaster => "ASYNC_MASTER",
+            Self::SyncMaster => "SYNC_MASTER",
+            Self::Slave => "SLAVE",
+        }
+    }
+}
+
 /// Timings and sizes of the HA links.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HaSettings {

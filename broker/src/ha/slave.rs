@@ -4,8 +4,9 @@
 //! `haSendHeartbeatInterval`, and writes each chunk at the master's offset.
 //! A chunk that does not continue the local log means the two logs
 //! diverged: the connection is closed with an error naming both offsets and
-//! tried again later; nothing local is overwritten. (RocketMQ's slave waits
-//! a heartbeat interval before its first report; reporting at once is the
+//! tried again after `haSendHeartbeatInterval` (as is any failed
+//! connection); nothing local is overwritten. (RocketMQ's slave waits a
+//! heartbeat interval before its first report; reporting at once is the
 //! same bytes, sooner.)
 
 use std::sync::Arc;
@@ -22,10 +23,24 @@ use crate::store::MessageStore;
 
 /// How long a connect to the master may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Wait before trying the master again after a failure.
-const RETRY_DELAY: Duration = Duration::from_secs(5);
 /// Largest frame body accepted (RocketMQ's read buffer is 4 MiB).
 const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// The master a slave is streaming from now, if any (for
+/// GET_BROKER_RUNTIME_INFO and rmq-admin).
+#[derive(Debug, Default)]
+pub struct SlaveLink(parking_lot::Mutex<Option<String>>);
+
+impl SlaveLink {
+    /// The master's HA address while a connection to it is up.
+    pub fn master(&self) -> Option<String> {
+        self.0.lock().clone()
+    }
+
+    fn set(&self, master: Option<&str>) {
+        *self.0.lock() = master.map(str::to_owned);
+    }
+}
 
 /// Why one connection to the master ended.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +63,7 @@ pub async fn follow(
     store: Arc<MessageStore>,
     mut master: watch::Receiver<Option<String>>,
     settings: HaSettings,
+    link: Arc<SlaveLink>,
     cancel: CancellationToken,
 ) {
     loop {
@@ -61,7 +77,11 @@ pub async fn follow(
                 }
                 continue;
             }
-            Some(addr) => session(&store, &addr, &mut master, settings, &cancel).await,
+            Some(addr) => {
+                let ended = session(&store, &addr, &mut master, settings, &link, &cancel).await;
+                link.set(None);
+                ended
+            }
         };
         match ended {
             Ended::Stopped => return,
@@ -74,7 +94,8 @@ pub async fn follow(
         tokio::select! {
             biased;
             () = cancel.cancelled() => return,
-            () = tokio::time::sleep(RETRY_DELAY) => {}
+            // RocketMQ waits a fixed 5 s, the default heartbeat interval.
+            () = tokio::time::sleep(settings.heartbeat) => {}
         }
     }
 }
@@ -93,6 +114,7 @@ async fn session(
     addr: &str,
     master: &mut watch::Receiver<Option<String>>,
     settings: HaSettings,
+    link: &SlaveLink,
     cancel: &CancellationToken,
 ) -> Ended {
     let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
@@ -116,6 +138,7 @@ async fn session(
     if let Err(e) = write.write_all(&encode_report(reported)).await {
         return e.into();
     }
+    link.set(Some(addr));
     let mut heartbeat = tokio::time::interval(settings.heartbeat);
     heartbeat.tick().await;
     // Frames are parsed from this buffer: `read_buf` is cancel-safe, so a

@@ -95,11 +95,13 @@ pub mod names {
     /// Slaves in sync (connected and less than haMaxGapNotInSync behind):
     /// what SYNC_MASTER sends wait on.
     pub const HA_IN_SYNC_SLAVES: &str = "rmq_ha_in_sync_slaves";
-    /// The highest CommitLog offset a slave acknowledged.
+    /// The highest CommitLog offset each slave acknowledged (label `slave`:
+    /// its address as the master sees it).
     pub const HA_ACKED_OFFSET: &str = "rmq_ha_slave_acked_offset";
-    /// CommitLog bytes no slave has acknowledged yet.
+    /// CommitLog bytes each slave has not acknowledged yet (label `slave`).
     pub const HA_LAG_BYTES: &str = "rmq_ha_replication_lag_bytes";
-    /// Age of the oldest record no slave has acknowledged.
+    /// Age of the oldest record each slave has not acknowledged (label
+    /// `slave`).
     pub const HA_LAG_SECONDS: &str = "rmq_ha_replication_lag_seconds";
     /// CommitLog bytes streamed to slaves (rate: HA bytes/s).
     pub const HA_SENT_BYTES_TOTAL: &str = "rmq_ha_sent_bytes_total";

@@ -9,6 +9,7 @@ use rmq_common::remoting::{RemotingCommand, ResponseCode};
 
 use super::{blocking, json_success, Handled, Refusal};
 use crate::context::BrokerContext;
+use crate::ha::BrokerRole;
 use crate::store::clean::{DiskUsage, FsDiskUsage};
 
 /// The version this broker speaks and reports (Java's `MQVersion` ordinal
@@ -108,7 +109,31 @@ fn table(ctx: &BrokerContext) -> Result<BTreeMap<&'static str, String>, Refusal>
             .max(0)
             .to_string(),
     );
+    replication(ctx, &mut set);
     Ok(t)
+}
+
+/// Keys Java's 4.9 runtime info lacks: the broker's role and, on a
+/// master, its slaves and the largest replication lag; on a slave, the
+/// master it streams from now ("" when not connected).
+fn replication(ctx: &BrokerContext, set: &mut impl FnMut(&'static str, String)) {
+    let role = ctx.settings.broker.broker_role;
+    set("brokerRole", role.name().into());
+    if role == BrokerRole::Slave {
+        set("haMasterAddress", ctx.ha_link.master().unwrap_or_default());
+        return;
+    }
+    let acks = &ctx.ha_acks;
+    let end = ctx.store.max_phy_offset();
+    let lag = acks
+        .per_slave()
+        .iter()
+        .map(|(_, acked)| (end - acked).max(0))
+        .max()
+        .unwrap_or(0);
+    set("haSlaveCount", acks.slaves().to_string());
+    set("haInSyncSlaveCount", acks.in_sync(end).to_string());
+    set("haMaxLagBytes", lag.to_string());
 }
 
 /// Java's `[ d days, h hours, m minutes, s seconds ]`.
