@@ -4,6 +4,7 @@
 
 pub mod ab;
 pub mod consumer;
+pub mod ha;
 pub mod latency;
 pub mod load;
 pub mod plot;

@@ -7,6 +7,9 @@
 //! * `rmq-bench ab`: the same load against a fresh broker per backend (and
 //!   flush mode and queue count) in turn, side by side with ratios;
 //!   `--plot FILE.svg` draws throughput and p99 against queue count.
+//! * `rmq-bench ha`: the same load against a broker alone, an ASYNC_MASTER
+//!   with a slave and a SYNC_MASTER with a slave: rate and latency side by
+//!   side, replication throughput and the slave's catch-up.
 //! * `rmq-bench store`: append + dispatch without the network for a matrix
 //!   of queue counts: entries/s, restart time, open files, maps, RSS.
 //! * `rmq-bench reput`: serial vs concurrent reput rebuilding one log.
@@ -18,7 +21,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use rmq_common::config::CqBackend;
 use rmq_common::FlushDiskType;
-use rmq_tools::bench::{ab, load, report, reput, routes, store, LoadSpec};
+use rmq_tools::bench::{ab, ha, load, report, reput, routes, store, LoadSpec};
 
 #[derive(Debug, Parser)]
 #[command(name = "rmq-bench", version)]
@@ -66,6 +69,24 @@ enum Cmd {
         /// Draw throughput and p99 against queue count (SVG).
         #[arg(long)]
         plot: Option<PathBuf>,
+        /// Also write every row as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// A broker alone, an ASYNC_MASTER and a SYNC_MASTER with a slave each
+    /// (in this process, fresh stores) under one load, side by side.
+    Ha {
+        #[command(flatten)]
+        load: LoadSpec,
+        /// Backends (master and slave alike).
+        #[arg(long, value_delimiter = ',', value_parser = store::parse_backend, default_value = "file,rocksdb")]
+        backends: Vec<CqBackend>,
+        /// Flush modes: async, sync.
+        #[arg(long, value_delimiter = ',', value_parser = parse_flush, default_value = "async")]
+        flush: Vec<FlushDiskType>,
+        /// Setups: alone, async, sync; the first is the ratio base.
+        #[arg(long, value_delimiter = ',', value_parser = ha::Setup::parse, default_value = "alone,async,sync")]
+        setups: Vec<ha::Setup>,
         /// Also write every row as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -229,6 +250,24 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
                 plot,
             };
             let rows = ab::run(&plan).await?;
+            if let Some(path) = json {
+                report::write_json(&path, &rows)?;
+            }
+        }
+        Cmd::Ha {
+            load: spec,
+            backends,
+            flush,
+            setups,
+            json,
+        } => {
+            let plan = ha::HaPlan {
+                spec,
+                backends,
+                flushes: flush,
+                setups,
+            };
+            let rows = ha::run(&plan).await?;
             if let Some(path) = json {
                 report::write_json(&path, &rows)?;
             }
