@@ -19,6 +19,7 @@ pub mod apache;
 pub mod child;
 pub mod fixtures;
 pub mod java;
+pub mod proxy;
 
 pub use fixtures::{broker_settings, metered_settings, start_broker};
 

@@ -10,6 +10,8 @@ mod broker_server;
 mod cq_conformance;
 mod cq_model;
 mod disk_full;
+mod ha_crash;
+mod ha_failover;
 mod ha_interop;
 mod hostile_fuzz;
 mod hostile_memory;

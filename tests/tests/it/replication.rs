@@ -160,6 +160,22 @@ async fn follows(master_backend: CqBackend, slave_backend: CqBackend) {
             "queue {q}"
         );
     }
+    // rmq-admin's cluster view names each role, and the slave's lag.
+    let ns = m.namesrv_addr().unwrap();
+    let cluster = rmq_tools::admin::cluster_list(ns).await.unwrap();
+    let row = |id: &str| -> Vec<String> {
+        cluster
+            .lines()
+            .map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+            .find(|cols| cols.get(2).is_some_and(|c| c == id))
+            .unwrap_or_else(|| panic!("no broker id {id} in\n{cluster}"))
+    };
+    let (mrow, srow) = (row("0"), row("1"));
+    assert_eq!(mrow[4], "SYNC_MASTER", "{cluster}");
+    assert_eq!(srow[4], "SLAVE", "{cluster}");
+    assert_eq!(mrow[5], end.to_string(), "{cluster}");
+    assert_eq!(srow[6], "0", "the slave holds all: {cluster}");
+    assert_eq!(mrow[6], "0", "the slave acknowledged all: {cluster}");
     // Consumers can read the slave: the same messages as on the master.
     let pull = |client| async move {
         let r = sdk::pull(
@@ -189,6 +205,17 @@ async fn follows(master_backend: CqBackend, slave_backend: CqBackend) {
         from_slave == pull(&c).await,
         "the slave serves what the master does"
     );
+    // RocketMQ's slave rules for pulls: an offset past the queue's end is
+    // not corrected (PULL_RETRY_IMMEDIATELY; the master answers
+    // PULL_OFFSET_MOVED), and a pull's commit flag stores nothing there.
+    let beyond = raw_pull(&sc, "HaGroup", 1_000, 0, 0).await;
+    assert_eq!(beyond.code, ResponseCode::PullRetryImmediately.code());
+    let beyond = raw_pull(&c, "HaGroup", 1_000, 0, 0).await;
+    assert_eq!(beyond.code, ResponseCode::PullOffsetMoved.code());
+    let before = sctx.offsets.query("HaGroup", TOPIC, 0);
+    let r = raw_pull(&sc, "HaGroup", 0, 1, 7).await;
+    assert_eq!(r.code, 0);
+    assert_eq!(sctx.offsets.query("HaGroup", TOPIC, 0), before);
     // Topics and groups are the master's: a slave refuses to change them.
     let refused = sc
         .invoke(
@@ -209,6 +236,71 @@ async fn follows(master_backend: CqBackend, slave_backend: CqBackend) {
     assert!(e.to_string().contains("slave"), "{e}");
     s.shutdown().await;
     m.shutdown().await;
+}
+
+/// A PULL_MESSAGE of queue 0 of [`TOPIC`] from `offset` with subscription
+/// `*` (flag 4 added to `sys_flag`) and `commit_offset`, answered as it came.
+async fn raw_pull(
+    c: &rmq_client::RemotingClient,
+    group: &str,
+    offset: i64,
+    sys_flag: i32,
+    commit_offset: i64,
+) -> rmq_common::remoting::RemotingCommand {
+    let req = sdk::request(
+        RequestCode::PullMessage,
+        &[
+            ("consumerGroup", group.into()),
+            ("topic", TOPIC.into()),
+            ("queueId", "0".into()),
+            ("queueOffset", offset.to_string()),
+            ("maxMsgNums", "4".into()),
+            ("sysFlag", (sys_flag | 4).to_string()),
+            ("subscription", "*".into()),
+            ("expressionType", "TAG".into()),
+            ("commitOffset", commit_offset.to_string()),
+            ("suspendTimeoutMillis", "0".into()),
+            ("subVersion", "0".into()),
+        ],
+    );
+    c.invoke(req, CATCH_UP).await.unwrap()
+}
+
+/// `suggestWhichBrokerId` as RocketMQ's pull answers set it: always the
+/// master (0) unless `slaveReadEnable`; then the group's `brokerId`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pull_answers_suggest_the_broker_rocketmq_would() {
+    for read_slave in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = rmq_tests::broker_settings(dir.path(), CqBackend::File);
+        s.broker.slave_read_enable = read_slave;
+        let b = Broker::start(s).await.unwrap();
+        create_topic(&b).await;
+        let c = sdk::connect(b.addr()).await.unwrap();
+        sdk::send(&c, SendCode::V2, "p", TOPIC, 0, &[msg(0)])
+            .await
+            .unwrap();
+        rmq_tests::wait_dispatched(&b.context().store);
+        let suggested = |r: &rmq_common::remoting::RemotingCommand| {
+            assert_eq!(r.code, 0, "{:?}", r.remark);
+            r.ext_fields.get("suggestWhichBrokerId").cloned()
+        };
+        let r = raw_pull(&c, "Suggest", 0, 4, 0).await;
+        assert_eq!(suggested(&r).as_deref(), Some("0"));
+        let mut group = rmq_common::remoting::RemotingCommand::request(
+            RequestCode::UpdateAndCreateSubscriptionGroup,
+        );
+        group.body = Some(br#"{"groupName":"Suggest","brokerId":1}"#.to_vec().into());
+        assert_eq!(c.invoke(group, CATCH_UP).await.unwrap().code, 0);
+        let r = raw_pull(&c, "Suggest", 0, 4, 0).await;
+        let want = if read_slave { "1" } else { "0" };
+        assert_eq!(
+            suggested(&r).as_deref(),
+            Some(want),
+            "slaveReadEnable={read_slave}"
+        );
+        b.shutdown().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -337,7 +429,9 @@ fn a_record_replicated_in_pieces_is_dispatched_once_whole() {
 }
 
 /// The master's `/metrics` show its slave: connected, in sync, nothing
-/// unacknowledged after SYNC_MASTER sends, bytes streamed.
+/// unacknowledged after SYNC_MASTER sends (per slave, labelled with its
+/// address), bytes streamed; every replication metric the Grafana
+/// dashboard reads is served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn master_metrics_show_the_slave() {
     let dir = tempfile::tempdir().unwrap();
@@ -375,7 +469,22 @@ async fn master_metrics_show_the_slave() {
             .unwrap();
         let mut out = String::new();
         conn.read_to_string(&mut out).await.unwrap();
+        let ha_rows = crate::metrics::dashboard_metrics()
+            .into_iter()
+            .filter(|n| n.starts_with("rmq_ha_"))
+            .collect::<Vec<_>>();
+        assert!(ha_rows.len() >= 4, "{ha_rows:?}");
+        let slave_label = |metric: &str| {
+            out.lines()
+                .find(|l| l.starts_with(metric))
+                .is_some_and(|l| l.contains("slave=\"127.0.0.1:"))
+        };
         let ok = value(&out, "rmq_ha_slaves{") == Some(1.0)
+            && ha_rows
+                .iter()
+                .all(|n| value(&out, &format!("{n}{{")).is_some())
+            && slave_label("rmq_ha_replication_lag_bytes{")
+            && slave_label("rmq_ha_slave_acked_offset{")
             && value(&out, "rmq_ha_in_sync_slaves{") == Some(1.0)
             && value(&out, "rmq_ha_replication_lag_bytes{") == Some(0.0)
             && value(&out, "rmq_ha_sent_bytes_total{").is_some_and(|b| b > 0.0)
@@ -389,4 +498,138 @@ async fn master_metrics_show_the_slave() {
     }
     s.shutdown().await;
     m.shutdown().await;
+}
+
+/// The link between master and slave stalls, comes back, is cut and comes
+/// back (through a proxy the test controls). A SYNC_MASTER answers every
+/// send within its slaveTimeout: FLUSH_SLAVE_TIMEOUT while the stalled
+/// slave still counts as connected, SLAVE_NOT_AVAILABLE at once once the
+/// link is dropped (housekeeping, or the cut); an ASYNC_MASTER answers
+/// SUCCESS throughout. Each time the link returns the slave catches up to
+/// the master's end, byte for byte.
+async fn link_cut(role: BrokerRole) {
+    use rmq_tests::proxy::{Link, LinkProxy};
+    const SLAVE_TIMEOUT: Duration = Duration::from_millis(1_500);
+    const HOUSEKEEPING: Duration = Duration::from_millis(3_000);
+    let dir = tempfile::tempdir().unwrap();
+    let mut ms = rmq_tests::broker_settings(&dir.path().join("master"), CqBackend::File);
+    ms.broker.broker_role = role;
+    ms.broker.slave_timeout_ms = SLAVE_TIMEOUT.as_millis() as u64;
+    ms.broker.ha_send_heartbeat_interval_ms = 300;
+    ms.broker.ha_housekeeping_interval_ms = HOUSEKEEPING.as_millis() as u64;
+    let m = Broker::start(ms).await.unwrap();
+    create_topic(&m).await;
+    let ha = *m.context().ha_addr.get().expect("the master takes slaves");
+    let proxy = LinkProxy::start(ha).await;
+    let mut ss = rmq_tests::broker_settings(&dir.path().join("slave"), CqBackend::Rocksdb);
+    ss.broker.broker_role = BrokerRole::Slave;
+    ss.broker.broker_id = 1;
+    ss.broker.namesrv_listen_port = -1;
+    ss.broker.namesrv_addr = m.namesrv_addr().unwrap().to_string();
+    ss.broker.ha_master_address = proxy.addr().to_string();
+    ss.broker.ha_send_heartbeat_interval_ms = 300;
+    ss.broker.ha_housekeeping_interval_ms = HOUSEKEEPING.as_millis() as u64;
+    let s = Broker::start(ss).await.unwrap();
+    let (mctx, sctx) = (
+        std::sync::Arc::clone(m.context()),
+        std::sync::Arc::clone(s.context()),
+    );
+    let caught_up = || {
+        let end = mctx.store.max_phy_offset();
+        wait_until("the slave caught up", || {
+            sctx.store.max_phy_offset() == end && mctx.ha_acks.acked() >= end
+        });
+    };
+    let c = sdk::connect(m.addr()).await.unwrap();
+    let mut n = 0;
+    let mut send = || {
+        n += 1;
+        let c = &c;
+        async move {
+            let started = Instant::now();
+            let r = sdk::send(c, SendCode::V2, "p", TOPIC, 0, &[msg(n)])
+                .await
+                .unwrap();
+            (ResponseCode::from_i32(r.code), started.elapsed())
+        }
+    };
+    wait_until("the slave connected", || mctx.ha_acks.slaves() == 1);
+    for _ in 0..5 {
+        assert_eq!(send().await.0, Some(ResponseCode::Success));
+    }
+    let sync = role == BrokerRole::SyncMaster;
+    let in_time = SLAVE_TIMEOUT + Duration::from_millis(1_000);
+
+    // Stalled: the master still counts the slave until housekeeping drops it.
+    proxy.set(Link::Stalled);
+    let (code, took) = send().await;
+    assert!(took < in_time, "answered in {took:?}");
+    if sync {
+        assert_eq!(code, Some(ResponseCode::FlushSlaveTimeout));
+        assert!(
+            took >= SLAVE_TIMEOUT - Duration::from_millis(100),
+            "{took:?}"
+        );
+    } else {
+        assert_eq!(code, Some(ResponseCode::Success));
+    }
+    wait_until("housekeeping dropped the stalled slave", || {
+        mctx.ha_acks.slaves() == 0
+    });
+    let (code, took) = send().await;
+    assert!(took < Duration::from_millis(500), "answered in {took:?}");
+    let want = if sync {
+        ResponseCode::SlaveNotAvailable
+    } else {
+        ResponseCode::Success
+    };
+    assert_eq!(code, Some(want));
+
+    // Back: the slave reconnects and catches up; sends wait for it again.
+    proxy.set(Link::Up);
+    wait_until("the slave reconnected", || mctx.ha_acks.slaves() == 1);
+    caught_up();
+    assert_eq!(send().await.0, Some(ResponseCode::Success));
+
+    // Cut: the master sees the link close and stops waiting at once.
+    proxy.set(Link::Cut);
+    wait_until("the cut slave is gone", || mctx.ha_acks.slaves() == 0);
+    for _ in 0..3 {
+        let (code, took) = send().await;
+        assert!(took < Duration::from_millis(500), "answered in {took:?}");
+        assert_eq!(code, Some(want));
+    }
+    proxy.set(Link::Up);
+    wait_until("the slave reconnected", || mctx.ha_acks.slaves() == 1);
+    caught_up();
+    assert_eq!(send().await.0, Some(ResponseCode::Success));
+    caught_up();
+    let end = mctx.store.max_phy_offset() as usize;
+    let bytes = |ctx: &rmq_broker::context::BrokerContext| {
+        ctx.store
+            .commit_log()
+            .select(0, end)
+            .unwrap()
+            .bytes()
+            .to_vec()
+    };
+    assert!(
+        bytes(&mctx) == bytes(&sctx),
+        "the slave holds the master's log"
+    );
+    wait_until("the slave dispatched everything", || {
+        sctx.store.max_offset_in_queue(TOPIC, 0).unwrap() == n as i64
+    });
+    s.shutdown().await;
+    m.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn link_cut_sync_master_answers_in_time_and_the_slave_catches_up() {
+    link_cut(BrokerRole::SyncMaster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn link_cut_async_master_keeps_answering_and_the_slave_catches_up() {
+    link_cut(BrokerRole::AsyncMaster).await;
 }

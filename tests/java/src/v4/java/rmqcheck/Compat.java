@@ -52,6 +52,7 @@ final class Compat {
      *  answer types (common.protocol.body in 4.9). */
     static void addScenarios(Map<String, ClientSuite.Scenario> scenarios) {
         scenarios.put("admin", AdminScenario::run);
+        scenarios.put("failover", FailoverScenario::run);
     }
 
     static void broadcasting(DefaultMQPushConsumer c) {
