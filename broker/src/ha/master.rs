@@ -132,18 +132,24 @@ async fn read_reports(
             continue;
         };
         buf.drain(..used);
+        // A slave never holds more than was streamed to it: a log ending
+        // past ours diverged (another broker's, or ours lost its tail).
+        // Java acknowledges it blindly; here it is refused, never counted.
+        let local = shared.store.max_phy_offset();
+        if offset > local {
+            tracing::error!(
+                %peer,
+                slave_end = offset,
+                master_end = local,
+                "the slave's CommitLog ends past this master's: the two logs diverged; \
+                 refusing it (empty its store to make it follow this master)"
+            );
+            break;
+        }
         if !started {
             started = true;
             tracing::info!(%peer, offset, "slave requests offset");
             let _ = first.send(Some(offset));
-        } else if offset > shared.store.max_phy_offset() {
-            tracing::warn!(
-                %peer,
-                offset,
-                local = shared.store.max_phy_offset(),
-                "slave reports an offset past this CommitLog's end; dropping it"
-            );
-            break;
         }
         shared.acks.ack(&slave, offset);
     }

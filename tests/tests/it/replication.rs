@@ -633,3 +633,78 @@ async fn link_cut_sync_master_answers_in_time_and_the_slave_catches_up() {
 async fn link_cut_async_master_keeps_answering_and_the_slave_catches_up() {
     link_cut(BrokerRole::AsyncMaster).await;
 }
+
+/// A slave whose CommitLog ends past its master's (it was another broker,
+/// or the master lost its tail) is refused by the master, with an error
+/// line naming both offsets, and keeps its own log untouched: SYNC_MASTER
+/// sends never count it as a replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_ahead_of_its_master_is_refused_and_keeps_its_log() {
+    let dir = tempfile::tempdir().unwrap();
+    // The slave's store first held a broker of its own, with more data.
+    let sroot = dir.path().join("slave");
+    let alone = Broker::start(rmq_tests::broker_settings(&sroot, CqBackend::File))
+        .await
+        .unwrap();
+    create_topic(&alone).await;
+    let c = sdk::connect(alone.addr()).await.unwrap();
+    for i in 0..20 {
+        sdk::send(&c, SendCode::V2, "p", TOPIC, 0, &[msg(i)])
+            .await
+            .unwrap();
+    }
+    let own_end = alone.context().store.max_phy_offset();
+    let own = alone
+        .context()
+        .store
+        .commit_log()
+        .select(0, own_end as usize)
+        .unwrap()
+        .bytes()
+        .to_vec();
+    alone.shutdown().await;
+
+    let mut ms = rmq_tests::broker_settings(&dir.path().join("master"), CqBackend::File);
+    ms.broker.broker_role = BrokerRole::SyncMaster;
+    ms.broker.slave_timeout_ms = 500;
+    let m = Broker::start(ms).await.unwrap();
+    create_topic(&m).await;
+    let mc = sdk::connect(m.addr()).await.unwrap();
+    sdk::send(&mc, SendCode::V2, "p", TOPIC, 0, &[msg(0)])
+        .await
+        .unwrap();
+    assert!(m.context().store.max_phy_offset() < own_end);
+    let mut ss = rmq_tests::broker_settings(&sroot, CqBackend::File);
+    ss.broker.broker_role = BrokerRole::Slave;
+    ss.broker.broker_id = 1;
+    ss.broker.namesrv_listen_port = -1;
+    ss.broker.namesrv_addr = m.namesrv_addr().unwrap().to_string();
+    ss.broker.ha_master_address = m.context().ha_addr.get().unwrap().to_string();
+    ss.broker.ha_send_heartbeat_interval_ms = 100;
+    let s = Broker::start(ss).await.unwrap();
+    // Each send waits out slaveTimeout or finds no slave: over several of
+    // the slave's 100 ms retries, none is ever acknowledged.
+    for i in 1..6 {
+        let r = sdk::send(&mc, SendCode::V2, "p", TOPIC, 0, &[msg(i)])
+            .await
+            .unwrap();
+        assert!(
+            r.code == ResponseCode::SlaveNotAvailable.code()
+                || r.code == ResponseCode::FlushSlaveTimeout.code(),
+            "send {i}: {}",
+            r.code
+        );
+    }
+    assert_eq!(m.context().ha_acks.acked(), 0);
+    let sstore = &s.context().store;
+    assert_eq!(sstore.max_phy_offset(), own_end);
+    let kept = sstore
+        .commit_log()
+        .select(0, own_end as usize)
+        .unwrap()
+        .bytes()
+        .to_vec();
+    assert!(kept == own, "the slave's own log is untouched");
+    s.shutdown().await;
+    m.shutdown().await;
+}
