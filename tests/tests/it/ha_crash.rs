@@ -3,8 +3,9 @@
 //! (SUCCESS: on its disk and on the slave) is on the slave and pulled from
 //! it there with its body, while the master is still down. The master is a
 //! child process (`ha-master`) restarted on its own store and ports each
-//! round; the slave runs here and follows it across the restarts. Both
-//! backends, and a RocksDB slave of a file master.
+//! round; the slave runs here and follows it across the restarts (and one
+//! restart of its own, half way, from its own tail). Both backends, and a
+//! RocksDB slave of a file master.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -200,16 +201,29 @@ async fn crash_rounds(master_backend: CqBackend, slave_backend: CqBackend) {
     ss.broker.ha_master_address = format!("127.0.0.1:{ha}");
     ss.broker.ha_send_heartbeat_interval_ms = 200;
     ss.broker.ha_housekeeping_interval_ms = 2_000;
-    let s = Broker::start(ss).await.unwrap();
-    let sctx = Arc::clone(s.context());
+    let mut s = Broker::start(ss.clone()).await.unwrap();
+    let mut sctx = Arc::clone(s.context());
     let deadline = Instant::now() + STEP;
     while sctx.topics.get(TOPIC).is_none() {
         assert!(Instant::now() < deadline, "the slave copied the topic");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let sc = sdk::connect(s.addr()).await.unwrap();
+    let mut sc = sdk::connect(s.addr()).await.unwrap();
     let mut all: Vec<Ack> = Vec::new();
     for round in 0..ROUNDS {
+        if round == ROUNDS / 2 {
+            // A slave restart resumes from its own tail.
+            let tail = sctx.store.max_phy_offset();
+            s.shutdown().await;
+            s = Broker::start(ss.clone()).await.unwrap();
+            sctx = Arc::clone(s.context());
+            sc = sdk::connect(s.addr()).await.unwrap();
+            assert_eq!(
+                sctx.store.max_phy_offset(),
+                tail,
+                "the slave reopened at its tail"
+            );
+        }
         if round > 0 {
             master = spawn_master(&mroot, master_backend, port, ha, &ns.ns.addr.to_string());
         }

@@ -352,6 +352,9 @@ async fn mqadmin_commands(backend: CqBackend) {
                 "putMessageFailedTimes",
                 "putTps",
                 "commitLogMaxOffset",
+                "brokerRole",
+                "ASYNC_MASTER",
+                "haMaxLagBytes",
             ],
         )
         .await;
