@@ -41,12 +41,15 @@ fn master_settings(root: &Path, ns: &str) -> Settings {
 /// scenario has ended (it would never get there).
 async fn wait_for(
     what: &str,
-    run: &tokio::task::JoinHandle<java::JavaRun>,
+    run: &mut tokio::task::JoinHandle<java::JavaRun>,
     mut ok: impl FnMut() -> bool,
 ) {
     let deadline = Instant::now() + STAGE;
     while !ok() {
-        assert!(!run.is_finished(), "the scenario ended before {what}");
+        if run.is_finished() {
+            let r = run.await.unwrap();
+            panic!("{}", r.report(&format!("the scenario ended before {what}")));
+        }
         assert!(Instant::now() < deadline, "{what} within {STAGE:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
