@@ -78,6 +78,10 @@ pub struct HaRow {
     pub replicated_mib_s: Option<f64>,
     /// From the last answer to the slave holding the master's end.
     pub slave_catch_up_s: Option<f64>,
+    /// After the load, a second slave on an empty store copies the whole
+    /// log (one segment here): CommitLog MiB/s from its start to holding the
+    /// master's end, replication alone.
+    pub backlog_mib_s: Option<f64>,
     /// Sends answered other than SUCCESS (SLAVE_NOT_AVAILABLE, ...).
     pub send_errors: u64,
     /// The load run.
@@ -112,6 +116,31 @@ async fn wait_until(what: &str, mut ok: impl FnMut() -> bool) -> anyhow::Result<
     Ok(())
 }
 
+/// A slave (`id`) of `master` on a fresh store under `root`.
+async fn start_slave(
+    master: &Broker,
+    root: &std::path::Path,
+    backend: CqBackend,
+    flush: FlushDiskType,
+    id: i64,
+) -> anyhow::Result<Broker> {
+    let mut ss = settings(root, backend, flush);
+    ss.broker.broker_role = BrokerRole::Slave;
+    ss.broker.broker_id = id;
+    ss.broker.namesrv_listen_port = -1;
+    ss.broker.namesrv_addr = master
+        .namesrv_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    let ha = master
+        .context()
+        .ha_addr
+        .get()
+        .ok_or_else(|| anyhow::anyhow!("the master takes no slaves"))?;
+    ss.broker.ha_master_address = ha.to_string();
+    Ok(Broker::start(ss).await?)
+}
+
 async fn one(
     spec: &LoadSpec,
     backend: CqBackend,
@@ -129,21 +158,7 @@ async fn one(
     let slave = if setup == Setup::Alone {
         None
     } else {
-        let mut ss = settings(&dir.path().join("slave"), backend, flush);
-        ss.broker.broker_role = BrokerRole::Slave;
-        ss.broker.broker_id = 1;
-        ss.broker.namesrv_listen_port = -1;
-        ss.broker.namesrv_addr = master
-            .namesrv_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_default();
-        let ha = master
-            .context()
-            .ha_addr
-            .get()
-            .ok_or_else(|| anyhow::anyhow!("the master takes no slaves"))?;
-        ss.broker.ha_master_address = ha.to_string();
-        let slave = Broker::start(ss).await?;
+        let slave = start_slave(&master, &dir.path().join("slave"), backend, flush, 1).await?;
         let acks = std::sync::Arc::clone(&master.context().ha_acks);
         wait_until("the slave connects", || acks.slaves() == 1).await?;
         Some(slave)
@@ -157,7 +172,7 @@ async fn one(
     let started = Instant::now();
     let report = load::run(master.addr(), None, spec).await?;
     let answered = Instant::now();
-    let (mut replicated_mib_s, mut slave_catch_up_s) = (None, None);
+    let (mut replicated_mib_s, mut slave_catch_up_s, mut backlog_mib_s) = (None, None, None);
     if let Some(slave) = &slave {
         let (m, s) = (&master.context().store, &slave.context().store);
         let end = m.max_phy_offset();
@@ -169,6 +184,14 @@ async fn one(
         slave_catch_up_s = Some(held.duration_since(answered).as_secs_f64());
         replicated_mib_s =
             Some(end as f64 / (1u64 << 20) as f64 / held.duration_since(started).as_secs_f64());
+        let late = start_slave(&master, &dir.path().join("late"), backend, flush, 2).await?;
+        let copied = Instant::now();
+        let l = &late.context().store;
+        wait_until("a new slave copies the log", || l.max_phy_offset() >= end).await?;
+        let from = l.min_phy_offset();
+        backlog_mib_s =
+            Some((end - from) as f64 / (1u64 << 20) as f64 / copied.elapsed().as_secs_f64());
+        late.shutdown().await;
     }
     if let Some(slave) = slave {
         slave.shutdown().await;
@@ -181,6 +204,7 @@ async fn one(
         ratio_to_base: 1.0,
         replicated_mib_s,
         slave_catch_up_s,
+        backlog_mib_s,
         send_errors: report.send_errors,
         report,
     })
@@ -219,7 +243,7 @@ fn print_table(spec: &LoadSpec, rows: &[HaRow]) {
         spec.producers, spec.mode, spec.batch, spec.inflight, spec.size
     );
     println!(
-        "{:<11} {:<8} {:<12} {:>10} {:>6} {:>8} {:>8} {:>9} {:>8} {:>9} {:>7}",
+        "{:<11} {:<8} {:<12} {:>10} {:>6} {:>8} {:>8} {:>9} {:>7} {:>10} {:>8} {:>13}",
         "flush",
         "backend",
         "setup",
@@ -230,12 +254,14 @@ fn print_table(spec: &LoadSpec, rows: &[HaRow]) {
         "p999 ms",
         "errors",
         "repl MiB/s",
-        "catchup"
+        "catchup",
+        "backlog MiB/s"
     );
+    let opt = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
     for r in rows {
         let l = &r.report.send_latency;
         println!(
-            "{:<11} {:<8} {:<12} {:>10.0} {:>6.2} {:>8.3} {:>8.3} {:>9.3} {:>8} {:>9} {:>7}",
+            "{:<11} {:<8} {:<12} {:>10.0} {:>6.2} {:>8.3} {:>8.3} {:>9.3} {:>7} {:>10} {:>8} {:>13}",
             r.flush,
             r.backend,
             r.setup,
@@ -245,9 +271,9 @@ fn print_table(spec: &LoadSpec, rows: &[HaRow]) {
             l.p99_us as f64 / 1000.0,
             l.p999_us as f64 / 1000.0,
             r.send_errors,
-            r.replicated_mib_s.map_or("-".into(), |v| format!("{v:.1}")),
-            r.slave_catch_up_s
-                .map_or("-".into(), |v| format!("{v:.3}s")),
+            opt(r.replicated_mib_s, 1),
+            opt(r.slave_catch_up_s, 3),
+            opt(r.backlog_mib_s, 0),
         );
         if let Some(e) = &r.report.first_error {
             println!("    first error: {e}");
