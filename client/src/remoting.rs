@@ -132,9 +132,23 @@ pub struct RemotingClient {
     next_opaque: AtomicI32,
     cancel: CancellationToken,
     tracker: TaskTracker,
+    credentials: Option<rmq_common::acl::Credentials>,
 }
 
 impl RemotingClient {
+    /// Signs every request from now on with `credentials` (a broker with
+    /// `aclEnable` checks them), as Java's `AclClientRPCHook`.
+    pub fn with_credentials(mut self, credentials: rmq_common::acl::Credentials) -> Self {
+        self.credentials = Some(credentials);
+        self
+    }
+
+    fn sign(&self, cmd: &mut RemotingCommand) {
+        if let Some(c) = &self.credentials {
+            c.sign(&mut cmd.ext_fields, cmd.body.as_deref());
+        }
+    }
+
     /// Connects to `addr`; requests from the server are logged and dropped.
     pub async fn connect(addr: SocketAddr) -> Result<Self, ClientError> {
         Self::start(addr, None).await
@@ -185,6 +199,7 @@ impl RemotingClient {
             next_opaque: AtomicI32::new(1),
             cancel,
             tracker,
+            credentials: None,
         })
     }
 
@@ -207,6 +222,7 @@ impl RemotingClient {
     ) -> Result<RemotingCommand, ClientError> {
         cmd.opaque = self.next_opaque();
         cmd.flag &= !(FLAG_RESPONSE | FLAG_ONEWAY);
+        self.sign(&mut cmd);
         let frame = self.encode(&cmd)?;
         let (tx, rx) = oneshot::channel();
         let _guard = self.register(cmd.opaque, tx)?;
@@ -234,6 +250,7 @@ impl RemotingClient {
         cmd.opaque = self.next_opaque();
         cmd.flag &= !FLAG_RESPONSE;
         cmd.mark_oneway();
+        self.sign(&mut cmd);
         self.send_frame(&cmd).await
     }
 
