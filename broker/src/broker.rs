@@ -184,6 +184,19 @@ impl Broker {
             &settings.store.store_path_root_dir,
         );
         let settings_ha_gap = settings.broker.ha_max_gap_not_in_sync;
+        let acl = if settings.broker.acl_enable {
+            let file = std::path::Path::new(&settings.broker.acl_file);
+            let acl = Arc::new(crate::acl::Acl::open(file).map_err(BrokerError::Acl)?);
+            tracker.spawn(crate::acl::watch(
+                Arc::clone(&acl),
+                Duration::from_millis(settings.broker.acl_reload_interval_ms.max(1)),
+                cancel.clone(),
+            ));
+            tracing::info!(file = %file.display(), accounts = acl.table().accounts.len(), "ACL enabled");
+            Some(acl)
+        } else {
+            None
+        };
         let ctx = Arc::new(BrokerContext {
             settings,
             store,
@@ -203,6 +216,7 @@ impl Broker {
             items: Arc::new(crate::metrics::StatsItems::new()),
             ha_acks: Arc::new(crate::ha::ReplicaAcks::new(settings_ha_gap)),
             ha_link: Arc::default(),
+            acl,
             ha_addr: std::sync::OnceLock::new(),
             runtime,
             boot_ms: rmq_common::time::now_ms(),

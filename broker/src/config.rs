@@ -125,6 +125,14 @@ pub struct BrokerConfig {
     /// A slave corrects a pull's offset (PULL_OFFSET_MOVED) instead of
     /// answering PULL_RETRY_IMMEDIATELY (RocketMQ's default: off).
     pub offset_check_in_slave: bool,
+    /// Every request must be signed by an account of `aclFile` and be
+    /// allowed by its permissions (RocketMQ's plain ACL).
+    pub acl_enable: bool,
+    /// The plain_acl.yml (relative paths: from the working directory).
+    pub acl_file: String,
+    /// How often the ACL file is looked at for changes, ms.
+    #[serde(rename = "aclReloadInterval")]
+    pub acl_reload_interval_ms: u64,
 }
 
 impl Default for BrokerConfig {
@@ -145,6 +153,9 @@ impl Default for BrokerConfig {
             slave_timeout_ms: 3_000,
             slave_read_enable: false,
             offset_check_in_slave: false,
+            acl_enable: false,
+            acl_file: "conf/plain_acl.yml".into(),
+            acl_reload_interval_ms: 5_000,
             broker_id: 0,
             broker_ip1: "127.0.0.1".into(),
             listen_port: 10911,

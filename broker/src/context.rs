@@ -54,6 +54,8 @@ pub struct BrokerContext {
     pub ha_acks: Arc<crate::ha::ReplicaAcks>,
     /// The master a slave streams from now.
     pub ha_link: Arc<crate::ha::slave::SlaveLink>,
+    /// Plain ACL, when `aclEnable`.
+    pub acl: Option<Arc<crate::acl::Acl>>,
     /// Where this broker takes slaves, once it listens.
     pub ha_addr: std::sync::OnceLock<SocketAddr>,
     /// Settings UPDATE_BROKER_CONFIG may change while running.

@@ -92,6 +92,9 @@ pub enum BrokerError {
         #[source]
         source: std::io::Error,
     },
+    /// `aclEnable` is set and the ACL file cannot be used.
+    #[error("ACL: {0}")]
+    Acl(String),
     /// A start-up task panicked or was cancelled.
     #[error("the {task} task failed: {source}")]
     Join {

@@ -4,6 +4,7 @@
 //! `rmq-broker`; the client lives in `rmq-client`, the tools in `rmq-tools`.
 #![forbid(unsafe_code)]
 
+pub mod acl;
 #[cfg(test)]
 mod body_tests;
 pub mod broker;

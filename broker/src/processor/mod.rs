@@ -165,6 +165,19 @@ async fn dispatch(
     conn: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> Option<RemotingCommand> {
+    if let Some(acl) = &ctx.acl {
+        if let Err(denied) = acl.check(
+            req.code,
+            conn.peer.ip(),
+            &req.ext_fields,
+            req.body.as_deref(),
+        ) {
+            return Some(RemotingCommand::response(
+                ResponseCode::NoPermission,
+                Some(denied.0),
+            ));
+        }
+    }
     let Some(code) = RequestCode::from_i32(req.code) else {
         return Some(unsupported(req.code));
     };

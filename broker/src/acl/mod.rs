@@ -1,0 +1,360 @@
+//! Plain ACL as RocketMQ 4.9 defines it (`aclEnable=true`): every request
+//! names an account (`AccessKey`) and carries the signature its client hook
+//! computed over the request (`rmq_common::acl`); the account's permissions
+//! on the topics and groups the request touches, and the administration
+//! codes, are checked in RocketMQ's order. Refusals answer NO_PERMISSION
+//! with a remark naming the request code, the account and the resource,
+//! never a secret. The file (`aclFile`, plain_acl.yml) is read again when it
+//! changes (`aclReloadInterval`); a file that cannot be used keeps the
+//! previous one in force, with an error line.
+
+pub mod address;
+pub mod perm;
+pub mod plain;
+pub mod resources;
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use parking_lot::{Mutex, RwLock};
+use rmq_common::acl as sig;
+use tokio_util::sync::CancellationToken;
+
+use perm::Perm;
+use plain::{AclTable, RETRY_PREFIX};
+
+/// The trace topic: a PUB to it alone is taken from any valid account.
+const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
+
+/// A refused request: the remark to answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denied(pub String);
+
+/// The ACL in force, and the file it comes from.
+#[derive(Debug)]
+pub struct Acl {
+    file: PathBuf,
+    table: RwLock<Arc<AclTable>>,
+    /// Modification time of the file last read (None: it was missing).
+    seen: Mutex<Option<SystemTime>>,
+}
+
+impl Acl {
+    /// Reads `file`; a missing file is an empty one (nobody gets in but the
+    /// white-listed). An unusable file is an error naming the problem.
+    pub fn open(file: &Path) -> Result<Self, String> {
+        let (table, seen) = read(file)?;
+        Ok(Self {
+            file: file.to_path_buf(),
+            table: RwLock::new(Arc::new(table)),
+            seen: Mutex::new(seen),
+        })
+    }
+
+    /// The file.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// The table in force.
+    pub fn table(&self) -> Arc<AclTable> {
+        Arc::clone(&self.table.read())
+    }
+
+    /// Reads the file again if its modification time changed; true if a
+    /// new table is in force. On an error the old table stays.
+    pub fn reload_if_changed(&self) -> Result<bool, String> {
+        let now = modified(&self.file);
+        if now == *self.seen.lock() {
+            return Ok(false);
+        }
+        // Seen either way: a broken file is reported once, not every pass.
+        *self.seen.lock() = now;
+        let (table, _) = read(&self.file)?;
+        *self.table.write() = Arc::new(table);
+        Ok(true)
+    }
+
+    /// Checks a request of `code` from `peer`, with its extFields and body.
+    pub fn check(
+        &self,
+        code: i32,
+        peer: IpAddr,
+        ext: &BTreeMap<String, String>,
+        body: Option<&[u8]>,
+    ) -> Result<(), Denied> {
+        let t = self.table();
+        if t.global_white.iter().any(|p| p.matches(peer)) {
+            return Ok(());
+        }
+        let deny = |why: String| Err(Denied(format!("ACL: request code {code}: {why}")));
+        let Some(ak) = ext.get(sig::ACCESS_KEY) else {
+            return deny(format!(
+                "no {} (an unsigned request from {peer})",
+                sig::ACCESS_KEY
+            ));
+        };
+        let Some(account) = t.accounts.get(ak) else {
+            return deny(format!("no account for accessKey={ak}"));
+        };
+        if account.white.matches(peer) {
+            return Ok(());
+        }
+        let signature = ext.get(sig::SIGNATURE).map_or("", String::as_str);
+        // The Java client signs a unique-key query's flag, Java's broker
+        // leaves it out: either form is taken.
+        let signed = sig::verify(
+            &account.secret_key,
+            &sig::content(ext, &[], body),
+            signature,
+        ) || (ext.contains_key(sig::UNIQUE_KEY_QUERY)
+            && sig::verify(
+                &account.secret_key,
+                &sig::content(ext, &[sig::UNIQUE_KEY_QUERY], body),
+                signature,
+            ));
+        if !signed {
+            return deny(format!("check signature failed for accessKey={ak}"));
+        }
+        if resources::is_admin(code) && !account.admin {
+            return deny(format!(
+                "needs an admin account, but accessKey={ak} is not admin"
+            ));
+        }
+        let needed = resources::needed(code, ext, body)
+            .map_err(|e| Denied(format!("ACL: request code {code}: accessKey={ak}: {e}")))?;
+        if needed.len() == 1 && needed[0].0 == TRACE_TOPIC && needed[0].1 == Perm::PUB {
+            return Ok(());
+        }
+        if needed.is_empty() || (account.resources.is_none() && account.admin) {
+            return Ok(());
+        }
+        for (name, want) in &needed {
+            let group = name.strip_prefix(RETRY_PREFIX);
+            let listed = account
+                .resources
+                .as_ref()
+                .and_then(|r| r.get(name))
+                .copied();
+            let owned = listed.unwrap_or(if group.is_some() {
+                account.default_group
+            } else {
+                account.default_topic
+            });
+            if !owned.grants(*want) {
+                let what = match group {
+                    Some(g) => format!("group {g}"),
+                    None => format!("topic {name}"),
+                };
+                return deny(format!(
+                    "accessKey={ak} has no {} permission on {what} ({})",
+                    want.name(),
+                    if listed.is_some() {
+                        "as listed"
+                    } else {
+                        "by default"
+                    }
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn modified(file: &Path) -> Option<SystemTime> {
+    std::fs::metadata(file).and_then(|m| m.modified()).ok()
+}
+
+fn read(file: &Path) -> Result<(AclTable, Option<SystemTime>), String> {
+    let seen = modified(file);
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            tracing::warn!(file = %file.display(), "ACL file missing: only white-listed addresses get in");
+            String::new()
+        }
+        Err(e) => return Err(format!("{}: {e}", file.display())),
+    };
+    let table = AclTable::parse(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+    for p in &table.unknown_perms {
+        tracing::warn!(file = %file.display(), perm = %p, "ACL permission string is none of DENY, PUB, SUB, PUB|SUB: taken as DENY");
+    }
+    Ok((table, seen))
+}
+
+/// Re-reads the file every `every` until `cancel`, logging what changed.
+pub async fn watch(acl: Arc<Acl>, every: Duration, cancel: CancellationToken) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        match acl.reload_if_changed() {
+            Ok(true) => tracing::info!(
+                file = %acl.file().display(),
+                accounts = acl.table().accounts.len(),
+                "ACL file reloaded"
+            ),
+            Ok(false) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "ACL file not reloaded; the previous one stays in force")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "
+globalWhiteRemoteAddresses: [10.9.9.*]
+accounts:
+  - accessKey: RocketMQ
+    secretKey: '12345678'
+    defaultTopicPerm: DENY
+    defaultGroupPerm: SUB
+    topicPerms: [topicA=DENY, topicB=PUB|SUB, topicC=SUB]
+    groupPerms: [groupA=DENY]
+  - accessKey: adminKey1
+    secretKey: adminSecret
+    admin: true
+  - accessKey: trusted1
+    secretKey: trustedSecret
+    whiteRemoteAddress: 127.0.0.2
+";
+
+    fn acl() -> (tempfile::TempDir, Acl) {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("plain_acl.yml");
+        std::fs::write(&f, FILE).unwrap();
+        let acl = Acl::open(&f).unwrap();
+        (dir, acl)
+    }
+
+    fn signed(pairs: &[(&str, &str)], ak: &str, sk: &str) -> BTreeMap<String, String> {
+        let mut e: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        sig::sign_request(&mut e, None, ak, sk);
+        e
+    }
+
+    const LOCAL: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+
+    #[test]
+    fn checks_follow_rocketmqs_order() {
+        let (_d, acl) = acl();
+        let send = |topic: &str, ak: &str, sk: &str| {
+            acl.check(
+                310,
+                LOCAL,
+                &signed(&[("a", "p"), ("b", topic)], ak, sk),
+                None,
+            )
+        };
+        assert_eq!(send("topicB", "RocketMQ", "12345678"), Ok(()));
+        let e = send("topicA", "RocketMQ", "12345678").unwrap_err().0;
+        assert!(
+            e.contains("310") && e.contains("RocketMQ") && e.contains("topic topicA"),
+            "{e}"
+        );
+        assert!(!e.contains("12345678"), "no secret in {e}");
+        assert!(send("topicC", "RocketMQ", "12345678").is_err(), "SUB only");
+        assert!(
+            send("other", "RocketMQ", "12345678").is_err(),
+            "default DENY"
+        );
+        assert!(send("topicB", "RocketMQ", "wrongone")
+            .unwrap_err()
+            .0
+            .contains("signature"));
+        assert!(send("topicB", "nobody12", "12345678")
+            .unwrap_err()
+            .0
+            .contains("no account"));
+        let unsigned = acl.check(310, LOCAL, &BTreeMap::new(), None).unwrap_err().0;
+        assert!(unsigned.contains("unsigned"), "{unsigned}");
+        // Groups: listed DENY, default SUB.
+        let pull = |g: &str| {
+            acl.check(
+                11,
+                LOCAL,
+                &signed(
+                    &[("topic", "topicC"), ("consumerGroup", g)],
+                    "RocketMQ",
+                    "12345678",
+                ),
+                None,
+            )
+        };
+        assert_eq!(pull("groupZ"), Ok(()));
+        assert!(pull("groupA").unwrap_err().0.contains("group groupA"));
+        // Admin codes.
+        let create =
+            |ak: &str, sk: &str| acl.check(17, LOCAL, &signed(&[("topic", "x")], ak, sk), None);
+        assert!(create("RocketMQ", "12345678")
+            .unwrap_err()
+            .0
+            .contains("admin"));
+        assert_eq!(create("adminKey1", "adminSecret"), Ok(()));
+        // An admin with no lists may do everything.
+        assert_eq!(
+            acl.check(
+                310,
+                LOCAL,
+                &signed(&[("b", "anything")], "adminKey1", "adminSecret"),
+                None
+            ),
+            Ok(())
+        );
+        // White lists: the account's skips the signature; the global one skips all.
+        let mut e = signed(&[("b", "topicA")], "trusted1", "not-its-secret");
+        assert_eq!(
+            acl.check(310, "127.0.0.2".parse().unwrap(), &e, None),
+            Ok(())
+        );
+        assert!(acl.check(310, LOCAL, &e, None).is_err());
+        e.clear();
+        assert_eq!(acl.check(17, "10.9.9.4".parse().unwrap(), &e, None), Ok(()));
+    }
+
+    #[test]
+    fn a_changed_file_is_taken_and_a_broken_one_is_not() {
+        let (_d, acl) = acl();
+        assert!(!acl.reload_if_changed().unwrap());
+        let f = acl.file().to_path_buf();
+        let later = |text: &str, secs: u64| {
+            std::fs::write(&f, text).unwrap();
+            // Make the change visible whatever the file system's time grain.
+            let t = std::time::SystemTime::now() + Duration::from_secs(secs);
+            std::fs::File::options()
+                .write(true)
+                .open(&f)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        };
+        later(
+            "accounts:\n  - {accessKey: newcomer, secretKey: newSecret}\n",
+            5,
+        );
+        assert!(acl.reload_if_changed().unwrap());
+        assert!(acl.table().accounts.contains_key("newcomer"));
+        assert!(!acl.table().accounts.contains_key("RocketMQ"));
+        later("accounts: [", 10);
+        assert!(acl.reload_if_changed().is_err());
+        assert!(
+            acl.table().accounts.contains_key("newcomer"),
+            "the old table stays"
+        );
+        assert!(!acl.reload_if_changed().unwrap(), "reported once");
+    }
+}
