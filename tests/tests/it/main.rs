@@ -2,6 +2,7 @@
 //! RocksDB statically, so there is only this one).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod acl;
 mod admin_cli;
 mod apache_broker;
 mod bench;

@@ -53,6 +53,7 @@ final class Compat {
     static void addScenarios(Map<String, ClientSuite.Scenario> scenarios) {
         scenarios.put("admin", AdminScenario::run);
         scenarios.put("failover", FailoverScenario::run);
+        scenarios.put("acl", AclScenario::run);
     }
 
     static void broadcasting(DefaultMQPushConsumer c) {
