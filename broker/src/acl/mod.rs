@@ -9,6 +9,7 @@
 //! previous one in force, with an error line.
 
 pub mod address;
+pub mod edit;
 pub mod perm;
 pub mod plain;
 pub mod resources;
@@ -40,6 +41,8 @@ pub struct Acl {
     table: RwLock<Arc<AclTable>>,
     /// Modification time of the file last read (None: it was missing).
     seen: Mutex<Option<SystemTime>>,
+    /// Held by the administration codes' edits, one at a time.
+    edits: Mutex<()>,
 }
 
 impl Acl {
@@ -51,6 +54,7 @@ impl Acl {
             file: file.to_path_buf(),
             table: RwLock::new(Arc::new(table)),
             seen: Mutex::new(seen),
+            edits: Mutex::new(()),
         })
     }
 
@@ -62,6 +66,12 @@ impl Acl {
     /// The table in force.
     pub fn table(&self) -> Arc<AclTable> {
         Arc::clone(&self.table.read())
+    }
+
+    /// Puts `table` (just written to the file) in force.
+    fn put_in_force(&self, table: AclTable) {
+        *self.table.write() = Arc::new(table);
+        *self.seen.lock() = modified(&self.file);
     }
 
     /// Reads the file again if its modification time changed; true if a

@@ -1,6 +1,7 @@
 //! Request processors, one file per request family, and the dispatch from
 //! request code to processor.
 
+pub mod acl_admin;
 pub mod admin;
 pub mod client;
 pub mod consumers;
@@ -219,6 +220,11 @@ async fn dispatch(
         RequestCode::DeleteTopicInBroker => admin::delete_topic(ctx, req).await,
         RequestCode::CleanExpiredConsumequeue => admin::clean_expired_cq(ctx).await,
         RequestCode::GetBrokerRuntimeInfo => runtime::runtime_info(ctx).await,
+        RequestCode::UpdateAndCreateAclConfig => acl_admin::update(ctx, req).await,
+        RequestCode::DeleteAclConfig => acl_admin::delete(ctx, req).await,
+        RequestCode::UpdateGlobalWhiteAddrsConfig => acl_admin::global_white(ctx, req).await,
+        RequestCode::GetBrokerClusterAclInfo => acl_admin::info(ctx).await,
+        RequestCode::GetBrokerClusterAclConfig => acl_admin::config(ctx).await,
         RequestCode::UpdateBrokerConfig => runtime::update_config(ctx, req),
         RequestCode::GetTopicStatsInfo
         | RequestCode::GetConsumeStats

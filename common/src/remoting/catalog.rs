@@ -36,8 +36,6 @@ const fn e(code: RequestCode, served: Served, note: &'static str) -> Entry {
 
 /// Sent by the broker to a client, which answers it.
 pub const TO_CLIENT: &str = "sent by the broker to clients, not served by it";
-/// ACL (issue 19).
-const ACL: &str = "ACL administration: comes with ACL support";
 
 use RequestCode as C;
 use Served::{Broker as B, NameServer as N, No};
@@ -73,11 +71,11 @@ pub const CATALOG: &[Entry] = &[
     e(C::GetAllConsumerOffset, B, "queue ids as quoted JSON keys (fastjson writes them bare; both parse)"),
     e(C::GetAllDelayOffset, B, "levels as quoted JSON keys (fastjson writes them bare; both parse)"),
     e(C::CheckClientConfig, B, ""),
-    e(C::UpdateAndCreateAclConfig, No(ACL), ""),
-    e(C::DeleteAclConfig, No(ACL), ""),
-    e(C::GetBrokerClusterAclInfo, No(ACL), ""),
-    e(C::UpdateGlobalWhiteAddrsConfig, No(ACL), ""),
-    e(C::GetBrokerClusterAclConfig, No(ACL), ""),
+    e(C::UpdateAndCreateAclConfig, B, "admin accounts only; DENY may be listed; refused with aclEnable=false (Java: a NullPointerException)"),
+    e(C::DeleteAclConfig, B, "admin accounts only"),
+    e(C::GetBrokerClusterAclInfo, B, "refused with aclEnable=false (Java sends no answer)"),
+    e(C::UpdateGlobalWhiteAddrsConfig, B, "admin accounts only; aclFileFullPath may be left out"),
+    e(C::GetBrokerClusterAclConfig, B, "admin accounts only (it answers secrets); refused with aclEnable=false (Java sends no answer)"),
     e(C::PutKvConfig, N, "kept in <storePathRootDir>/namesrv/kvConfig.json"),
     e(C::GetKvConfig, N, "the broker also answers it, QUERY_NOT_FOUND (it keeps no KV config)"),
     e(C::DeleteKvConfig, N, ""),

@@ -181,6 +181,9 @@ wire_codes! {
         TransactionStateUnknow = 202 => "TRANSACTION_STATE_UNKNOW",
         ConsumerNotOnline = 206 => "CONSUMER_NOT_ONLINE",
         NoMessage = 208 => "NO_MESSAGE",
+        UpdateAndCreateAclConfigFailed = 209 => "UPDATE_AND_CREATE_ACL_CONFIG_FAILED",
+        DeleteAclConfigFailed = 210 => "DELETE_ACL_CONFIG_FAILED",
+        UpdateGlobalWhiteAddrsConfigFailed = 211 => "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED",
         FlowControl = 215 => "FLOW_CONTROL",
     }
 }

@@ -327,3 +327,124 @@ async fn java_client_signs_and_is_checked() {
     assert!(b.context().topics.get("ByUser").is_none());
     b.shutdown().await;
 }
+
+/// The ACL administration codes edit the file and the change is in force at
+/// once: an account created (50) signs at once, shows in the config (54)
+/// and the version (52), the global white list (53) lets unsigned requests
+/// in and out again, a deleted account (51) stops; a non-admin is refused
+/// every one of them, and bad input gets RocketMQ's failure codes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acl_administration_codes_change_the_file_in_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start(dir.path(), CqBackend::File).await;
+    let admin = client(&b, "rocketmq2", "87654321").await;
+    assert_eq!(
+        admin
+            .invoke(create_topic("Allowed"), TIMEOUT)
+            .await
+            .unwrap()
+            .code,
+        0
+    );
+    let user = client(&b, "RocketMQ", "12345678").await;
+    let create = |ak: &str, perms: &str| {
+        sdk::request(
+            RequestCode::UpdateAndCreateAclConfig,
+            &[
+                ("accessKey", ak.into()),
+                ("secretKey", "created99".into()),
+                ("defaultTopicPerm", "PUB".into()),
+                ("topicPerms", perms.into()),
+                ("admin", "false".into()),
+            ],
+        )
+    };
+    let r = user.invoke(create("Created1", ""), TIMEOUT).await.unwrap();
+    assert_eq!(r.code, NO_PERMISSION, "a non-admin cannot edit the ACL");
+    let r = admin
+        .invoke(create("Created1", "Allowed=PUB|SUB"), TIMEOUT)
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let created = client(&b, "Created1", "created99").await;
+    assert_eq!(send_code(&created, "Allowed").await, 0, "in force at once");
+    let r = admin
+        .invoke(create("Created2", "Allowed=ALL"), TIMEOUT)
+        .await
+        .unwrap();
+    assert_eq!(r.code, 209, "{:?}", r.remark);
+
+    let config = admin
+        .invoke(
+            sdk::request(RequestCode::GetBrokerClusterAclConfig, &[]),
+            TIMEOUT,
+        )
+        .await
+        .unwrap();
+    let body: serde_json::Value =
+        serde_json::from_slice(config.body.as_deref().unwrap_or_default()).unwrap();
+    let keys: Vec<&str> = body["plainAccessConfigs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["accessKey"].as_str())
+        .collect();
+    assert!(
+        keys.contains(&"Created1") && keys.contains(&"RocketMQ"),
+        "{body}"
+    );
+    let info = admin
+        .invoke(
+            sdk::request(RequestCode::GetBrokerClusterAclInfo, &[]),
+            TIMEOUT,
+        )
+        .await
+        .unwrap();
+    let version: serde_json::Value =
+        serde_json::from_str(info.ext_fields.get("version").unwrap()).unwrap();
+    assert_eq!(version["counter"], 1, "{:?}", info.ext_fields);
+
+    let plain = sdk::connect(b.addr()).await.unwrap();
+    let white = |addrs: &str| {
+        sdk::request(
+            RequestCode::UpdateGlobalWhiteAddrsConfig,
+            &[("globalWhiteAddrs", addrs.into())],
+        )
+    };
+    assert_eq!(
+        admin
+            .invoke(white("127.0.0.1"), TIMEOUT)
+            .await
+            .unwrap()
+            .code,
+        0
+    );
+    assert_eq!(send_code(&plain, "Allowed").await, 0, "white-listed");
+    assert_eq!(
+        admin.invoke(white("127.0.0"), TIMEOUT).await.unwrap().code,
+        211
+    );
+    assert_eq!(admin.invoke(white(""), TIMEOUT).await.unwrap().code, 0);
+    assert_eq!(send_code(&plain, "Allowed").await, NO_PERMISSION);
+
+    let delete = || {
+        sdk::request(
+            RequestCode::DeleteAclConfig,
+            &[("accessKey", "Created1".into())],
+        )
+    };
+    assert_eq!(admin.invoke(delete(), TIMEOUT).await.unwrap().code, 0);
+    assert_eq!(
+        send_code(&created, "Allowed").await,
+        NO_PERMISSION,
+        "deleted"
+    );
+    assert_eq!(admin.invoke(delete(), TIMEOUT).await.unwrap().code, 210);
+    // The file on disk is the one in force, with its version counted.
+    let text = std::fs::read_to_string(dir.path().join("plain_acl.yml")).unwrap();
+    assert!(
+        text.contains("dataVersion") && !text.contains("Created1"),
+        "{text}"
+    );
+    b.shutdown().await;
+}

@@ -1,0 +1,163 @@
+//! The ACL administration codes (mqadmin updateAclConfig,
+//! deleteAccessConfig, clusterAclConfigVersion, updateGlobalWhiteAddr,
+//! getAccessConfigSubCommand): UPDATE_AND_CREATE_ACL_CONFIG 50,
+//! DELETE_ACL_CONFIG 51, GET_BROKER_CLUSTER_ACL_INFO 52,
+//! UPDATE_GLOBAL_WHITE_ADDRS_CONFIG 53, GET_BROKER_CLUSTER_ACL_CONFIG 54,
+//! with RocketMQ's headers, bodies and failure codes (209, 210, 211). Only
+//! an admin account reaches them (the ACL check before dispatch); with
+//! `aclEnable=false` each is refused, naming the key.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rmq_common::remoting::{RemotingCommand, ResponseCode};
+use serde_yaml::Value;
+
+use super::{blocking, json_success, success, Handled, Refusal};
+use crate::acl::edit::{version_of, AccountUpdate};
+use crate::acl::Acl;
+use crate::context::BrokerContext;
+
+fn acl(ctx: &BrokerContext, failed: ResponseCode) -> Result<Arc<Acl>, Refusal> {
+    ctx.acl.clone().ok_or_else(|| {
+        Refusal::new(
+            failed,
+            "ACL is not enabled on this broker (aclEnable=false)",
+        )
+    })
+}
+
+fn list(v: Option<&str>) -> Option<Vec<String>> {
+    v.map(|s| {
+        s.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    })
+}
+
+/// UPDATE_AND_CREATE_ACL_CONFIG.
+pub async fn update(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+    const FAILED: ResponseCode = ResponseCode::UpdateAndCreateAclConfigFailed;
+    let acl = acl(ctx, FAILED)?;
+    let ext = req.ext();
+    let u = AccountUpdate {
+        access_key: ext.req_str("accessKey")?.to_owned(),
+        secret_key: ext.get_str("secretKey").unwrap_or_default().to_owned(),
+        white_remote_address: ext.get_str("whiteRemoteAddress").map(str::to_owned),
+        admin: ext.get_bool("admin")?.unwrap_or(false),
+        default_topic_perm: ext.get_str("defaultTopicPerm").map(str::to_owned),
+        default_group_perm: ext.get_str("defaultGroupPerm").map(str::to_owned),
+        topic_perms: list(ext.get_str("topicPerms")),
+        group_perms: list(ext.get_str("groupPerms")),
+    };
+    let ak = u.access_key.clone();
+    blocking(move || acl.update_account(&u))
+        .await?
+        .map_err(|e| {
+            Refusal::new(
+                FAILED,
+                format!("The accesskey[{ak}] corresponding to accessConfig has been updated failed: {e}"),
+            )
+        })?;
+    Ok(success())
+}
+
+/// DELETE_ACL_CONFIG.
+pub async fn delete(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+    const FAILED: ResponseCode = ResponseCode::DeleteAclConfigFailed;
+    let acl = acl(ctx, FAILED)?;
+    let ak = req.ext().req_str("accessKey")?.to_owned();
+    let key = ak.clone();
+    let deleted = blocking(move || acl.delete_account(&key)).await?;
+    match deleted {
+        Ok(true) => Ok(success()),
+        Ok(false) => Err(Refusal::new(
+            FAILED,
+            format!("The accesskey[{ak}] corresponding to accessConfig has been deleted failed."),
+        )),
+        Err(e) => Err(Refusal::new(
+            FAILED,
+            format!(
+                "The accesskey[{ak}] corresponding to accessConfig has been deleted failed: {e}"
+            ),
+        )),
+    }
+}
+
+/// UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (`aclFileFullPath`, if given, must be
+/// this broker's ACL file).
+pub async fn global_white(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+    const FAILED: ResponseCode = ResponseCode::UpdateGlobalWhiteAddrsConfigFailed;
+    let acl = acl(ctx, FAILED)?;
+    let ext = req.ext();
+    // Empty clears the list (req_str would refuse it as missing).
+    let raw = ext.get_str("globalWhiteAddrs").ok_or_else(|| {
+        Refusal::new(
+            ResponseCode::SystemError,
+            "the custom field <globalWhiteAddrs> is null",
+        )
+    })?;
+    let addrs = list(Some(raw)).unwrap_or_default();
+    if let Some(path) = ext.get_str("aclFileFullPath").filter(|p| !p.is_empty()) {
+        if std::path::Path::new(path) != acl.file() {
+            return Err(Refusal::new(
+                FAILED,
+                format!(
+                    "aclFileFullPath {path} is not this broker's ACL file ({})",
+                    acl.file().display()
+                ),
+            ));
+        }
+    }
+    let shown = addrs.join(",");
+    blocking(move || acl.set_global_white(&addrs))
+        .await?
+        .map_err(|e| {
+            Refusal::new(
+                FAILED,
+                format!("The globalWhiteAddresses[{shown}] has been updated failed: {e}"),
+            )
+        })?;
+    Ok(success())
+}
+
+/// GET_BROKER_CLUSTER_ACL_INFO: the file's data version, in the response
+/// header as RocketMQ's GetBrokerAclConfigResponseHeader.
+pub async fn info(ctx: &Arc<BrokerContext>) -> Handled {
+    let acl = acl(ctx, ResponseCode::SystemError)?;
+    let doc = {
+        let acl = Arc::clone(&acl);
+        blocking(move || acl.document()).await?
+    }
+    .map_err(|e| Refusal::new(ResponseCode::SystemError, e))?;
+    let v = version_of(&doc);
+    let version = serde_json::to_string(&v).unwrap_or_default();
+    let all = serde_json::to_string(&BTreeMap::from([(acl.file().display().to_string(), v)]))
+        .unwrap_or_default();
+    let b = &ctx.settings.broker;
+    let mut resp = success();
+    resp.put_ext("version", version);
+    resp.put_ext("allAclFileVersion", all);
+    resp.put_ext("brokerName", &b.broker_name);
+    resp.put_ext("brokerAddr", ctx.store_host);
+    resp.put_ext("clusterName", &b.broker_cluster_name);
+    Ok(resp)
+}
+
+/// GET_BROKER_CLUSTER_ACL_CONFIG: the white list and every account, secrets
+/// included, as RocketMQ answers it (admin accounts only, here).
+pub async fn config(ctx: &Arc<BrokerContext>) -> Handled {
+    let acl = acl(ctx, ResponseCode::SystemError)?;
+    let doc = blocking(move || acl.document())
+        .await?
+        .map_err(|e| Refusal::new(ResponseCode::SystemError, e))?;
+    let json = serde_json::to_value(Value::Mapping(doc))
+        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+    let get = |k: &str| json.get(k).cloned().unwrap_or(serde_json::json!([]));
+    json_success(&serde_json::json!({
+        "globalWhiteAddrs": get("globalWhiteRemoteAddresses"),
+        "plainAccessConfigs": get("accounts"),
+    }))
+}
