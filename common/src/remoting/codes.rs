@@ -325,6 +325,9 @@ mod tests {
             (ResponseCode::TransactionStateUnknow, 202),
             (ResponseCode::ConsumerNotOnline, 206),
             (ResponseCode::NoMessage, 208),
+            (ResponseCode::UpdateAndCreateAclConfigFailed, 209),
+            (ResponseCode::DeleteAclConfigFailed, 210),
+            (ResponseCode::UpdateGlobalWhiteAddrsConfigFailed, 211),
             (ResponseCode::FlowControl, 215),
         ];
         assert_eq!(expected.len(), ResponseCode::ALL.len());
