@@ -76,8 +76,17 @@ impl Broker {
             addr: ip.clone(),
             source,
         })?;
+        let acl = open_acl(&settings, &cancel, &tracker)?;
+        let connector = rmq_client::Connector::new().with_credentials(
+            settings
+                .broker
+                .inner_credentials()
+                .map_err(BrokerError::Config)?,
+        );
         let namesrv = match u16::try_from(settings.broker.namesrv_listen_port) {
-            Ok(port) => Some(start_namesrv(&settings, &ip, port, &cancel, &tracker).await?),
+            Ok(port) => {
+                Some(start_namesrv(&settings, acl.clone(), &ip, port, &cancel, &tracker).await?)
+            }
             Err(_) => None,
         };
 
@@ -184,19 +193,6 @@ impl Broker {
             &settings.store.store_path_root_dir,
         );
         let settings_ha_gap = settings.broker.ha_max_gap_not_in_sync;
-        let acl = if settings.broker.acl_enable {
-            let file = std::path::Path::new(&settings.broker.acl_file);
-            let acl = Arc::new(crate::acl::Acl::open(file).map_err(BrokerError::Acl)?);
-            tracker.spawn(crate::acl::watch(
-                Arc::clone(&acl),
-                Duration::from_millis(settings.broker.acl_reload_interval_ms.max(1)),
-                cancel.clone(),
-            ));
-            tracing::info!(file = %file.display(), accounts = acl.table().accounts.len(), "ACL enabled");
-            Some(acl)
-        } else {
-            None
-        };
         let ctx = Arc::new(BrokerContext {
             settings,
             store,
@@ -217,6 +213,7 @@ impl Broker {
             ha_acks: Arc::new(crate::ha::ReplicaAcks::new(settings_ha_gap)),
             ha_link: Arc::default(),
             acl,
+            connector,
             ha_addr: std::sync::OnceLock::new(),
             runtime,
             boot_ms: rmq_common::time::now_ms(),
@@ -481,8 +478,10 @@ pub async fn run_namesrv_only(settings: &Settings) -> Result<StandaloneNameServe
     let port = u16::try_from(settings.broker.namesrv_listen_port).unwrap_or(9876);
     let cancel = CancellationToken::new();
     let tracker = TaskTracker::new();
+    let acl = open_acl(settings, &cancel, &tracker)?;
     let handle = start_namesrv(
         settings,
+        acl,
         &settings.broker.broker_ip1,
         port,
         &cancel,
@@ -496,9 +495,31 @@ pub async fn run_namesrv_only(settings: &Settings) -> Result<StandaloneNameServe
     })
 }
 
+/// Reads the ACL file when `aclEnable` and keeps it current until
+/// `cancel`; the broker and its embedded NameServer share it.
+fn open_acl(
+    settings: &Settings,
+    cancel: &CancellationToken,
+    tracker: &TaskTracker,
+) -> Result<Option<Arc<crate::acl::Acl>>, BrokerError> {
+    if !settings.broker.acl_enable {
+        return Ok(None);
+    }
+    let file = std::path::Path::new(&settings.broker.acl_file);
+    let acl = Arc::new(crate::acl::Acl::open(file).map_err(BrokerError::Acl)?);
+    tracker.spawn(crate::acl::watch(
+        Arc::clone(&acl),
+        Duration::from_millis(settings.broker.acl_reload_interval_ms.max(1)),
+        cancel.clone(),
+    ));
+    tracing::info!(file = %file.display(), accounts = acl.table().accounts.len(), "ACL enabled");
+    Ok(Some(acl))
+}
+
 /// Binds `ip:port` and serves a NameServer there (embedded or standalone).
 async fn start_namesrv(
     settings: &Settings,
+    acl: Option<Arc<crate::acl::Acl>>,
     ip: &str,
     port: u16,
     cancel: &CancellationToken,
@@ -511,6 +532,7 @@ async fn start_namesrv(
         &NamesrvOptions {
             expiry_ms: settings.broker.namesrv_broker_expiry_ms,
             dir: Some(settings.store.store_path_root_dir.join("namesrv")),
+            acl,
         },
         cancel.clone(),
         tracker.clone(),
@@ -646,6 +668,7 @@ async fn start_registrar(
         Arc::new(move || registration(&provider_ctx)),
         Duration::from_millis(ctx.settings.broker.register_name_server_period_ms),
         form,
+        &ctx.connector,
         cancel.clone(),
         tracker,
     );

@@ -133,6 +133,10 @@ pub struct BrokerConfig {
     /// How often the ACL file is looked at for changes, ms.
     #[serde(rename = "aclReloadInterval")]
     pub acl_reload_interval_ms: u64,
+    /// The account this broker signs its own requests with (to its
+    /// NameServers and, as a slave, to its master), as RocketMQ 5 names it:
+    /// `{"accessKey":"...","secretKey":"..."}`; blank: unsigned.
+    pub inner_client_authentication_credentials: String,
 }
 
 impl Default for BrokerConfig {
@@ -156,6 +160,7 @@ impl Default for BrokerConfig {
             acl_enable: false,
             acl_file: "conf/plain_acl.yml".into(),
             acl_reload_interval_ms: 5_000,
+            inner_client_authentication_credentials: String::new(),
             broker_id: 0,
             broker_ip1: "127.0.0.1".into(),
             listen_port: 10911,
@@ -227,6 +232,12 @@ impl BrokerConfig {
         }
     }
 
+    /// The credentials of `innerClientAuthenticationCredentials`.
+    pub fn inner_credentials(&self) -> Result<Option<rmq_common::acl::Credentials>, ConfigError> {
+        rmq_common::acl::Credentials::from_json(&self.inner_client_authentication_credentials)
+            .map_err(|e| ConfigError::new("innerClientAuthenticationCredentials", e))
+    }
+
     /// Checks the values; the error names the key.
     fn validate_permission(&self) -> Result<(), ConfigError> {
         if !(0..=15).contains(&self.broker_permission) {
@@ -241,6 +252,7 @@ impl BrokerConfig {
     /// Checks the values; the error names the key.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.validate_permission()?;
+        self.inner_credentials()?;
         self.validate_ha()?;
         rmq_common::names::validate_group(&self.broker_name)
             .map_err(|e| ConfigError::new("brokerName", e.to_string()))?;

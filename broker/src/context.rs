@@ -56,6 +56,9 @@ pub struct BrokerContext {
     pub ha_link: Arc<crate::ha::slave::SlaveLink>,
     /// Plain ACL, when `aclEnable`.
     pub acl: Option<Arc<crate::acl::Acl>>,
+    /// Opens this broker's own connections (to its NameServers and its
+    /// master), signed with `innerClientAuthenticationCredentials`.
+    pub connector: rmq_client::Connector,
     /// Where this broker takes slaves, once it listens.
     pub ha_addr: std::sync::OnceLock<SocketAddr>,
     /// Settings UPDATE_BROKER_CONFIG may change while running.

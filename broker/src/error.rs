@@ -92,6 +92,10 @@ pub enum BrokerError {
         #[source]
         source: std::io::Error,
     },
+    /// A setting cannot be used (validated settings only fail here when
+    /// built by hand).
+    #[error(transparent)]
+    Config(#[from] rmq_common::ConfigError),
     /// `aclEnable` is set and the ACL file cannot be used.
     #[error("ACL: {0}")]
     Acl(String),

@@ -6,6 +6,7 @@
 
 pub mod calls;
 pub mod codec;
+pub mod connector;
 pub mod producer;
 pub mod remoting;
 pub mod transaction;
@@ -15,6 +16,7 @@ pub use calls::{
     PullResult, SdkError, SendCode, SendResult, DEFAULT_TIMEOUT,
 };
 pub use codec::{CodecError, RemotingCodec};
+pub use connector::Connector;
 pub use producer::{Producer, ProducerError, ProducerOptions, Sent};
 pub use remoting::{ClientError, RemotingClient};
 pub use transaction::{CheckedHalf, LocalTxState, TransactionProducer};

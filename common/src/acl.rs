@@ -47,6 +47,28 @@ impl Credentials {
     }
 }
 
+impl Credentials {
+    /// Reads the JSON RocketMQ 5 takes as `innerClientAuthenticationCredentials`
+    /// (`{"accessKey": "...", "secretKey": "..."}`); a blank text is `None`.
+    /// The error names what is missing, never the secret.
+    pub fn from_json(text: &str) -> Result<Option<Self>, String> {
+        if text.trim().is_empty() {
+            return Ok(None);
+        }
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| format!("not a JSON object with accessKey and secretKey: {e}"))?;
+        let field = |name: &str| {
+            value
+                .get(name)
+                .and_then(serde_json::Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .ok_or_else(|| format!("no {name} (a non-empty string) in the credentials"))
+        };
+        Ok(Some(Self::new(field("accessKey")?, field("secretKey")?)))
+    }
+}
+
 impl std::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Credentials")
@@ -154,5 +176,19 @@ mod tests {
         assert!(!verify("12345678", &content(&e, &[], Some(b"hellp")), &sig));
         e.insert("queueId".into(), "4".into());
         assert!(!verify("12345678", &content(&e, &[], Some(b"hello")), &sig));
+    }
+
+    #[test]
+    fn inner_credentials_read_from_json_and_errors_hide_the_secret() {
+        let c = Credentials::from_json(r#"{"accessKey":"brokerAk","secretKey":"brokerSk1"}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(c, Credentials::new("brokerAk", "brokerSk1"));
+        assert_eq!(Credentials::from_json("  ").unwrap(), None);
+        let e = Credentials::from_json(r#"{"accessKey":"brokerAk","secretKey":""}"#).unwrap_err();
+        assert!(e.contains("secretKey"), "{e}");
+        let e = Credentials::from_json(r#"{"secretKey":"topSecret9"}"#).unwrap_err();
+        assert!(e.contains("accessKey") && !e.contains("topSecret9"), "{e}");
+        assert!(Credentials::from_json("accessKey=x").is_err());
     }
 }

@@ -74,7 +74,7 @@ pub async fn run(
             .as_ref()
             .is_none_or(|(a, c)| *a != addr || c.is_closed())
         {
-            match addr.parse().map(RemotingClient::connect) {
+            match addr.parse().map(|a| ctx.connector.connect(a)) {
                 Ok(connect) => match tokio::time::timeout(CALL_TIMEOUT, connect).await {
                     Ok(Ok(c)) => client = Some((addr.clone(), c)),
                     _ => {

@@ -25,14 +25,19 @@ pub struct NamesrvOptions {
     /// Folder of `kvConfig.json` and `namesrv.properties`; `None` keeps
     /// both in memory only (tests).
     pub dir: Option<PathBuf>,
+    /// When set, broker registrations and the NameServer's writes must be
+    /// signed by an admin account of this ACL (Java's NameServer checks
+    /// nothing).
+    pub acl: Option<std::sync::Arc<crate::acl::Acl>>,
 }
 
 impl NamesrvOptions {
-    /// In memory only, with `expiry_ms`.
+    /// In memory only, with `expiry_ms`, no ACL.
     pub fn in_memory(expiry_ms: i64) -> Self {
         Self {
             expiry_ms,
             dir: None,
+            acl: None,
         }
     }
 
@@ -207,6 +212,7 @@ mod tests {
         let options = NamesrvOptions {
             expiry_ms: 120_000,
             dir: Some(dir.path().to_owned()),
+            acl: None,
         };
         let c = NamesrvConfig::open(&options);
         c.set_listen_port(9876);

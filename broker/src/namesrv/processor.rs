@@ -37,6 +37,19 @@ use crate::remoting::{Connection, RequestHandler};
 /// The id of a master broker.
 const MASTER_ID: i64 = 0;
 
+/// The codes that change what the NameServer holds: with an ACL, only
+/// requests signed by an admin account are taken (all are ACL admin codes).
+pub const GUARDED_CODES: &[RequestCode] = &[
+    RequestCode::RegisterBroker,
+    RequestCode::UnregisterBroker,
+    RequestCode::PutKvConfig,
+    RequestCode::DeleteKvConfig,
+    RequestCode::WipeWritePermOfBroker,
+    RequestCode::AddWritePermOfBroker,
+    RequestCode::DeleteTopicInNamesrv,
+    RequestCode::UpdateNamesrvConfig,
+];
+
 /// A request the handler refuses: the response code and the remark.
 #[derive(Debug)]
 pub(super) struct Refusal {
@@ -79,6 +92,8 @@ pub struct NameServerHandler {
     pub(super) kv: KvConfig,
     /// The NameServer's settings.
     config: NamesrvConfig,
+    /// Checks [`GUARDED_CODES`] when set.
+    acl: Option<Arc<crate::acl::Acl>>,
 }
 
 impl NameServerHandler {
@@ -103,7 +118,32 @@ impl NameServerHandler {
             ha_addrs: Mutex::new(HashMap::new()),
             kv,
             config,
+            acl: None,
         }
+    }
+
+    /// Takes [`GUARDED_CODES`] only when `acl` lets their sender in as an
+    /// admin account (`None`: from anyone).
+    pub fn with_acl(mut self, acl: Option<Arc<crate::acl::Acl>>) -> Self {
+        self.acl = acl;
+        self
+    }
+
+    /// The refusal of a guarded request `acl` does not let in.
+    fn refusal(&self, peer: std::net::IpAddr, req: &RemotingCommand) -> Option<RemotingCommand> {
+        let acl = self.acl.as_ref()?;
+        if !GUARDED_CODES.iter().any(|c| c.code() == req.code) {
+            return None;
+        }
+        let denied = acl
+            .check(req.code, peer, &req.ext_fields, req.body.as_deref())
+            .err()?;
+        tracing::warn!(%peer, code = req.code, remark = %denied.0, "NameServer request refused by ACL");
+        Some(RemotingCommand::response_to(
+            req,
+            ResponseCode::NoPermission,
+            Some(denied.0),
+        ))
     }
 
     /// The NameServer's settings.
@@ -305,9 +345,14 @@ pub(super) fn json_reply<T: Serialize>(value: &T) -> Result<Reply, Refusal> {
 impl RequestHandler for NameServerHandler {
     fn handle(
         self: Arc<Self>,
-        _conn: Arc<Connection>,
+        conn: Arc<Connection>,
         req: RemotingCommand,
     ) -> BoxFuture<'static, Option<RemotingCommand>> {
+        if let Some(refused) = self.refusal(conn.peer.ip(), &req) {
+            return Box::pin(futures::future::ready(
+                (!req.is_oneway()).then_some(refused),
+            ));
+        }
         // A registration may carry tens of thousands of topics to inflate
         // and apply: off the async threads. Lookups are answered in place.
         if req.code == RequestCode::RegisterBroker.code() {
@@ -611,5 +656,75 @@ mod tests {
         let route = route_json(&h, "T", SerializeType::Json);
         assert_eq!(route["brokerDatas"].as_array().unwrap().len(), 1);
         assert_eq!(route["brokerDatas"][0]["brokerName"], "b");
+    }
+
+    #[test]
+    fn with_an_acl_only_admin_signed_writes_are_taken() {
+        assert!(GUARDED_CODES
+            .iter()
+            .all(|c| crate::acl::resources::is_admin(c.code())));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("plain_acl.yml");
+        std::fs::write(
+            &file,
+            "accounts:\n  - {accessKey: adminKey1, secretKey: adminSecret, admin: true}\n  - {accessKey: userKey1, secretKey: userSecret}\n",
+        )
+        .unwrap();
+        let acl = Arc::new(crate::acl::Acl::open(&file).unwrap());
+        let (h, _) = handler();
+        let h = h.with_acl(Some(acl));
+        let peer = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+        let register = || {
+            let mut r = request(
+                RequestCode::RegisterBroker,
+                SerializeType::Json,
+                &[
+                    ("brokerName", "b"),
+                    ("brokerAddr", "127.0.0.1:10911"),
+                    ("clusterName", "c"),
+                    ("haServerAddr", ""),
+                    ("brokerId", "0"),
+                ],
+            );
+            r.body = Some(body(&["T"], 1).into());
+            r
+        };
+        let refused = h
+            .refusal(peer, &register())
+            .expect("unsigned register refused");
+        assert_eq!(refused.code, ResponseCode::NoPermission.code());
+        assert_eq!(refused.opaque, 4242);
+        let mut by_user = register();
+        rmq_common::acl::Credentials::new("userKey1", "userSecret")
+            .sign(&mut by_user.ext_fields, by_user.body.as_deref());
+        let remark = h.refusal(peer, &by_user).unwrap().remark.unwrap();
+        assert!(
+            remark.contains("admin") && remark.contains("userKey1"),
+            "{remark}"
+        );
+        assert!(!remark.contains("userSecret"), "{remark}");
+        let mut by_admin = register();
+        rmq_common::acl::Credentials::new("adminKey1", "adminSecret")
+            .sign(&mut by_admin.ext_fields, by_admin.body.as_deref());
+        assert!(h.refusal(peer, &by_admin).is_none());
+        let route = request(
+            RequestCode::GetRouteInfoByTopic,
+            SerializeType::Json,
+            &[("topic", "T")],
+        );
+        assert!(h.refusal(peer, &route).is_none(), "reads stay open");
+        let mut kv = request(
+            RequestCode::PutKvConfig,
+            SerializeType::Json,
+            &[("namespace", "n"), ("key", "k"), ("value", "v")],
+        );
+        assert!(h.refusal(peer, &kv).is_some());
+        rmq_common::acl::Credentials::new("adminKey1", "adminSecret")
+            .sign(&mut kv.ext_fields, None);
+        kv.put_ext("value", "changed after signing");
+        assert!(
+            h.refusal(peer, &kv).is_some(),
+            "a changed value breaks the signature"
+        );
     }
 }

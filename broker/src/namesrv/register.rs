@@ -19,7 +19,7 @@ use tokio_util::task::TaskTracker;
 use rmq_common::remoting::body::{register as register_body, RegisterBrokerBody};
 
 use super::route::BrokerIdentity;
-use rmq_client::{ClientError, RemotingClient};
+use rmq_client::{ClientError, Connector, RemotingClient};
 
 /// Builds what to register: called afresh for every registration, so a
 /// changed topic table goes out with the next one. Bump the body's
@@ -144,6 +144,7 @@ fn describe(failures: &[NameServerError]) -> String {
 /// One NameServer and the connection to it.
 struct Link {
     addr: SocketAddr,
+    connector: Connector,
     /// Held across a whole exchange, so registrations to one NameServer
     /// never overtake each other.
     state: Mutex<LinkState>,
@@ -213,17 +214,20 @@ impl BrokerRegistrar {
             provider,
             period,
             BodyForm::Auto,
+            &Connector::new(),
             cancel,
             tracker,
         )
     }
 
-    /// [`BrokerRegistrar::start`] with the body sent in `form`.
+    /// [`BrokerRegistrar::start`] with the body sent in `form`, over
+    /// connections `connector` opens (signed when the NameServers check).
     pub fn start_with(
         namesrv_addrs: Vec<SocketAddr>,
         provider: RegistrationProvider,
         period: Duration,
         form: BodyForm,
+        connector: &Connector,
         cancel: CancellationToken,
         tracker: &TaskTracker,
     ) -> Self {
@@ -231,6 +235,7 @@ impl BrokerRegistrar {
             .into_iter()
             .map(|addr| Link {
                 addr,
+                connector: connector.clone(),
                 state: Mutex::new(LinkState::default()),
             })
             .collect();
@@ -544,7 +549,7 @@ impl Link {
     }
 
     async fn connect(&self, timeout: Duration) -> Result<RemotingClient, NameServerError> {
-        match tokio::time::timeout(timeout, RemotingClient::connect(self.addr)).await {
+        match tokio::time::timeout(timeout, self.connector.connect(self.addr)).await {
             Ok(Ok(client)) => Ok(client),
             Ok(Err(source)) => Err(NameServerError::Client {
                 addr: self.addr,

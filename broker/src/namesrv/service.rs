@@ -47,12 +47,10 @@ impl NameServer {
         let kv = KvConfig::open(options.kv_config_path().as_deref())?;
         let config = NamesrvConfig::open(options);
         Ok(Self {
-            handler: Arc::new(NameServerHandler::with_state(
-                routes,
-                Arc::clone(&clock),
-                kv,
-                config,
-            )),
+            handler: Arc::new(
+                NameServerHandler::with_state(routes, Arc::clone(&clock), kv, config)
+                    .with_acl(options.acl.clone()),
+            ),
             clock,
         })
     }

@@ -39,6 +39,10 @@ async fn start(root: &Path, backend: CqBackend) -> Broker {
     s.broker.acl_enable = true;
     s.broker.acl_file = file.to_string_lossy().into_owned();
     s.broker.acl_reload_interval_ms = 100;
+    // It registers with its own (embedded) NameServer, which takes only
+    // an admin account's signed registrations.
+    s.broker.inner_client_authentication_credentials =
+        r#"{"accessKey":"rocketmq2","secretKey":"87654321"}"#.into();
     Broker::start(s).await.unwrap()
 }
 
@@ -445,6 +449,115 @@ async fn acl_administration_codes_change_the_file_in_force() {
     assert!(
         text.contains("dataVersion") && !text.contains("Created1"),
         "{text}"
+    );
+    b.shutdown().await;
+}
+
+/// With ACL on, the NameServer takes broker registrations and its own
+/// writes only when an admin account signed them (Java's NameServer checks
+/// nothing); route lookups stay open. A broker without
+/// `innerClientAuthenticationCredentials` is refused its registration.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namesrv_takes_writes_only_from_an_admin_account() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain_acl.yml");
+    std::fs::write(&file, FILE).unwrap();
+    let mut s = rmq_tests::broker_settings(&dir.path().join("unsigned"), CqBackend::File);
+    s.broker.acl_enable = true;
+    s.broker.acl_file = file.to_string_lossy().into_owned();
+    let e = match Broker::start(s).await {
+        Ok(_) => panic!("an unsigned registration was taken"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("16") && e.contains("unsigned"), "{e}");
+
+    let b = start(dir.path(), CqBackend::File).await;
+    let ns_addr = b.namesrv_addr().unwrap();
+    let admin = client(&b, "rocketmq2", "87654321").await;
+    let r = admin.invoke(create_topic("Routed"), TIMEOUT).await.unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let plain = sdk::connect(ns_addr).await.unwrap();
+    let route = || {
+        sdk::request(
+            RequestCode::GetRouteInfoByTopic,
+            &[("topic", "Routed".into())],
+        )
+    };
+    let unregister = || {
+        sdk::request(
+            RequestCode::UnregisterBroker,
+            &[
+                (
+                    "brokerName",
+                    b.context().settings.broker.broker_name.clone(),
+                ),
+                ("brokerAddr", b.addr().to_string()),
+                (
+                    "clusterName",
+                    b.context().settings.broker.broker_cluster_name.clone(),
+                ),
+                ("brokerId", "0".into()),
+            ],
+        )
+    };
+    let kv = || {
+        sdk::request(
+            RequestCode::PutKvConfig,
+            &[
+                ("namespace", "ORDER_TOPIC_CONFIG".into()),
+                ("key", "Routed".into()),
+                ("value", "broker-a:4".into()),
+            ],
+        )
+    };
+    let get_kv = || {
+        sdk::request(
+            RequestCode::GetKvConfig,
+            &[
+                ("namespace", "ORDER_TOPIC_CONFIG".into()),
+                ("key", "Routed".into()),
+            ],
+        )
+    };
+    // Routes are registered (the broker signed) and readable unsigned.
+    let deadline = Instant::now() + TIMEOUT;
+    while plain.invoke(route(), TIMEOUT).await.unwrap().code != 0 {
+        assert!(Instant::now() < deadline, "route of Routed never appeared");
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let user = sdk::connect(ns_addr)
+        .await
+        .unwrap()
+        .with_credentials(Credentials::new("RocketMQ", "12345678"));
+    let wrong = sdk::connect(ns_addr)
+        .await
+        .unwrap()
+        .with_credentials(Credentials::new("rocketmq2", "87654320"));
+    for (who, c, says) in [
+        ("unsigned", &plain, "unsigned"),
+        ("not admin", &user, "admin"),
+        ("wrong secret", &wrong, "signature"),
+    ] {
+        for (what, req) in [("unregister", unregister()), ("kv put", kv())] {
+            let r = c.invoke(req, TIMEOUT).await.unwrap();
+            let remark = r.remark.unwrap_or_default();
+            assert_eq!(r.code, NO_PERMISSION, "{who} {what}: {remark}");
+            assert!(remark.contains(says), "{who} {what}: {remark}");
+        }
+    }
+    // Nothing changed: the route is there, the KV key is not.
+    assert_eq!(plain.invoke(route(), TIMEOUT).await.unwrap().code, 0);
+    assert_ne!(plain.invoke(get_kv(), TIMEOUT).await.unwrap().code, 0);
+    let ns_admin = sdk::connect(ns_addr)
+        .await
+        .unwrap()
+        .with_credentials(Credentials::new("rocketmq2", "87654321"));
+    assert_eq!(ns_admin.invoke(kv(), TIMEOUT).await.unwrap().code, 0);
+    let got = plain.invoke(get_kv(), TIMEOUT).await.unwrap();
+    assert_eq!(
+        got.ext_fields.get("value").map(String::as_str),
+        Some("broker-a:4")
     );
     b.shutdown().await;
 }
