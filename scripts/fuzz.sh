@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET="${1:-60}"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-TARGETS="frame header_json header_binary record batch properties json_body sql92 hostile_client"
+TARGETS="frame header_json header_binary record batch properties json_body sql92 acl hostile_client"
 # hostile_client drives a real broker process (see its file): the release
 # binary the test command builds.
 if [ -z "${FUZZ_BROKER_BIN:-}" ]; then

@@ -73,7 +73,7 @@ pub const HOSTILE_VALUES: &[&str] = &[
 pub type Target = fn(&[u8]);
 
 /// The targets, by name (the fuzz target and corpus folder names).
-pub const TARGETS: [(&str, Target); 8] = [
+pub const TARGETS: [(&str, Target); 9] = [
     ("frame", frame),
     ("header_json", header_json),
     ("header_binary", header_binary),
@@ -82,6 +82,7 @@ pub const TARGETS: [(&str, Target); 8] = [
     ("properties", properties),
     ("json_body", json_body),
     ("sql92", sql92),
+    ("acl", acl),
 ];
 
 /// A body shape that exercises every conversion of the lenient JSON layer:
@@ -147,6 +148,90 @@ pub fn sql92(data: &[u8]) {
         let _ = f.to_string();
         let props = [("a", "7"), ("b", "x"), ("TAGS", "TagA"), ("c", "2.5")];
         let _ = f.matches(&|name| props.iter().find(|(k, _)| *k == name).map(|(_, v)| *v));
+    }
+}
+
+/// Plain ACL: the file's parser, then the check of a request made from the
+/// rest of the input, signed with an account of the file when the input
+/// asks (and then changed in one byte when it asks that too). Beyond not
+/// panicking: a request signed with the right secret is never refused for
+/// its signature, and one changed after signing never gets past the
+/// signature check from an address no white list names.
+///
+/// Input: the YAML text, a 0 byte, then the request: code (2 bytes), an
+/// IPv4 peer (4), a flag byte (bit 0 sign, bit 1 change a byte), the byte to
+/// change (2), then `key\x01value\x02` pairs and, after a 0 byte, the body.
+pub fn acl(data: &[u8]) {
+    use crate::acl::plain::AclTable;
+    use std::collections::BTreeMap;
+    let (yaml, rest) = match data.iter().position(|&b| b == 0) {
+        Some(at) => (&data[..at], &data[at + 1..]),
+        None => (data, &[][..]),
+    };
+    let Ok(table) = AclTable::parse(&String::from_utf8_lossy(yaml)) else {
+        return;
+    };
+    let Some((head, rest)) = rest.split_at_checked(9) else {
+        return;
+    };
+    let code = i32::from(u16::from_be_bytes([head[0], head[1]]));
+    let peer = std::net::IpAddr::from([head[2], head[3], head[4], head[5]]);
+    let (sign, change) = (head[6] & 1 == 1, head[6] & 2 == 2);
+    let at = usize::from(u16::from_be_bytes([head[7], head[8]]));
+    let (fields, body) = match rest.iter().position(|&b| b == 0) {
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+        None => (rest, None),
+    };
+    let mut ext: BTreeMap<String, String> = fields
+        .split(|&b| b == 2)
+        .filter_map(|pair| {
+            let mut kv = pair.splitn(2, |&b| b == 1);
+            let k = String::from_utf8_lossy(kv.next()?).into_owned();
+            let v = String::from_utf8_lossy(kv.next().unwrap_or_default()).into_owned();
+            Some((k, v))
+        })
+        .collect();
+    let mut keys: Vec<_> = table.accounts.values().collect();
+    keys.sort_by(|a, b| a.access_key.cmp(&b.access_key));
+    let account = keys.first().filter(|_| sign);
+    let mut body = body.map(<[u8]>::to_vec);
+    if let Some(a) = account {
+        crate::acl::sign_request(&mut ext, body.as_deref(), &a.access_key, &a.secret_key);
+    }
+    let mut changed = false;
+    if change {
+        // One byte of one value (not the signature), or of the body.
+        let value = ext
+            .iter_mut()
+            .filter(|(k, _)| {
+                k.as_str() != crate::acl::SIGNATURE && k.as_str() != crate::acl::ACCESS_KEY
+            })
+            .map(|(_, v)| v)
+            .find(|v| at < v.len() && v.is_char_boundary(at) && v.is_char_boundary(at + 1));
+        if let Some(v) = value {
+            let old = v.as_bytes()[at];
+            let new = if old == b'a' { 'b' } else { 'a' };
+            v.replace_range(at..=at, &new.to_string());
+            changed = true;
+        } else if let Some(b) = body.as_mut().filter(|b| at < b.len()) {
+            b[at] ^= 1;
+            changed = true;
+        }
+    }
+    let verdict = table.check(code, peer, &ext, body.as_deref());
+    let Some(a) = account else { return };
+    let white = table.global_white.iter().any(|p| p.matches(peer)) || a.white.matches(peer);
+    let refused_for_signature = matches!(&verdict, Err(d) if d.0.contains("signature"));
+    if !changed {
+        assert!(
+            !refused_for_signature,
+            "a rightly signed request refused: {verdict:?}"
+        );
+    } else if !white {
+        assert!(
+            verdict.is_err(),
+            "a request changed after signing was taken"
+        );
     }
 }
 

@@ -134,6 +134,16 @@ fn write_seeds() {
     );
     put("json_body", "heartbeat", br#"{"clientID":"10.0.0.1@1","consumerDataSet":[{"groupName":"g","consumeType":1,"subscriptionDataSet":[{"topic":"T","subString":"*","subVersion":"17"}]}]}"#);
     put("sql92", "and", b"a > 5 AND b = 'x'");
+    let yaml = "globalWhiteRemoteAddresses:\n  - 10.10.103.*\n  - 192.168.0.{1,2}\naccounts:\n  - accessKey: RocketMQ\n    secretKey: 12345678\n    whiteRemoteAddress: 192.168.1.1-5\n    defaultTopicPerm: DENY\n    defaultGroupPerm: SUB\n    topicPerms: [topicA=DENY, topicB=PUB|SUB]\n    groupPerms: [groupA=PUB]\n  - {accessKey: rocketmq2, secretKey: '87654321', admin: true}\n";
+    // SEND_MESSAGE_V2 from 127.0.0.1, signed, then signed and changed.
+    for (name, flags) in [("send_signed", 1u8), ("send_changed", 3)] {
+        let mut d = yaml.as_bytes().to_vec();
+        d.push(0);
+        d.extend_from_slice(&310u16.to_be_bytes());
+        d.extend_from_slice(&[127, 0, 0, 1, flags, 0, 1]);
+        d.extend_from_slice(b"a\x01producer\x02b\x01topicB\x02e\x010\x00body bytes");
+        put("acl", name, &d);
+    }
     put(
         "sql92",
         "all",

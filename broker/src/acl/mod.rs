@@ -8,11 +8,11 @@
 //! changes (`aclReloadInterval`); a file that cannot be used keeps the
 //! previous one in force, with an error line.
 
-pub mod address;
 pub mod edit;
-pub mod perm;
-pub mod plain;
-pub mod resources;
+
+/// The file's format (plain_acl.yml), address patterns, permissions, what
+/// each request code needs, and the check itself.
+pub use rmq_common::acl::{address, perm, plain, resources, Denied};
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -21,18 +21,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use parking_lot::{Mutex, RwLock};
-use rmq_common::acl as sig;
 use tokio_util::sync::CancellationToken;
 
-use perm::Perm;
-use plain::{AclTable, RETRY_PREFIX};
-
-/// The trace topic: a PUB to it alone is taken from any valid account.
-const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
-
-/// A refused request: the remark to answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Denied(pub String);
+use plain::AclTable;
 
 /// The ACL in force, and the file it comes from.
 #[derive(Debug)]
@@ -88,7 +79,8 @@ impl Acl {
         Ok(true)
     }
 
-    /// Checks a request of `code` from `peer`, with its extFields and body.
+    /// Checks a request of `code` from `peer`, with its extFields and body,
+    /// against the table in force (see [`AclTable::check`]).
     pub fn check(
         &self,
         code: i32,
@@ -96,81 +88,7 @@ impl Acl {
         ext: &BTreeMap<String, String>,
         body: Option<&[u8]>,
     ) -> Result<(), Denied> {
-        let t = self.table();
-        if t.global_white.iter().any(|p| p.matches(peer)) {
-            return Ok(());
-        }
-        let deny = |why: String| Err(Denied(format!("ACL: request code {code}: {why}")));
-        let Some(ak) = ext.get(sig::ACCESS_KEY) else {
-            return deny(format!(
-                "no {} (an unsigned request from {peer})",
-                sig::ACCESS_KEY
-            ));
-        };
-        let Some(account) = t.accounts.get(ak) else {
-            return deny(format!("no account for accessKey={ak}"));
-        };
-        if account.white.matches(peer) {
-            return Ok(());
-        }
-        let signature = ext.get(sig::SIGNATURE).map_or("", String::as_str);
-        // The Java client signs a unique-key query's flag, Java's broker
-        // leaves it out: either form is taken.
-        let signed = sig::verify(
-            &account.secret_key,
-            &sig::content(ext, &[], body),
-            signature,
-        ) || (ext.contains_key(sig::UNIQUE_KEY_QUERY)
-            && sig::verify(
-                &account.secret_key,
-                &sig::content(ext, &[sig::UNIQUE_KEY_QUERY], body),
-                signature,
-            ));
-        if !signed {
-            return deny(format!("check signature failed for accessKey={ak}"));
-        }
-        if resources::is_admin(code) && !account.admin {
-            return deny(format!(
-                "needs an admin account, but accessKey={ak} is not admin"
-            ));
-        }
-        let needed = resources::needed(code, ext, body)
-            .map_err(|e| Denied(format!("ACL: request code {code}: accessKey={ak}: {e}")))?;
-        if needed.len() == 1 && needed[0].0 == TRACE_TOPIC && needed[0].1 == Perm::PUB {
-            return Ok(());
-        }
-        if needed.is_empty() || (account.resources.is_none() && account.admin) {
-            return Ok(());
-        }
-        for (name, want) in &needed {
-            let group = name.strip_prefix(RETRY_PREFIX);
-            let listed = account
-                .resources
-                .as_ref()
-                .and_then(|r| r.get(name))
-                .copied();
-            let owned = listed.unwrap_or(if group.is_some() {
-                account.default_group
-            } else {
-                account.default_topic
-            });
-            if !owned.grants(*want) {
-                let what = match group {
-                    Some(g) => format!("group {g}"),
-                    None => format!("topic {name}"),
-                };
-                return deny(format!(
-                    "accessKey={ak} has no {} permission on {what} ({})",
-                    want.name(),
-                    if listed.is_some() {
-                        "as listed"
-                    } else {
-                        "by default"
-                    }
-                ));
-            }
-        }
-        Ok(())
+        self.table().check(code, peer, ext, body)
     }
 }
 
@@ -222,6 +140,7 @@ pub async fn watch(acl: Arc<Acl>, every: Duration, cancel: CancellationToken) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmq_common::acl as sig;
 
     const FILE: &str = "
 globalWhiteRemoteAddresses: [10.9.9.*]

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use rmq_common::remoting::RequestCode;
+use crate::remoting::RequestCode;
 
 use super::perm::Perm;
 use super::plain::RETRY_PREFIX;
@@ -106,7 +106,7 @@ pub fn needed(
 }
 
 fn json(body: Option<&[u8]>, what: &str) -> Result<serde_json::Value, String> {
-    rmq_common::json::from_slice(body.unwrap_or_default())
+    crate::json::from_slice(body.unwrap_or_default())
         .map_err(|e| format!("the {what} body is not JSON: {e}"))
 }
 

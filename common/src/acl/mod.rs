@@ -5,6 +5,14 @@
 //! padded base64. The client adds its `AccessKey` (and `SecurityToken`, if
 //! any) to the extFields before signing, so both are signed too.
 
+pub mod address;
+pub mod check;
+pub mod perm;
+pub mod plain;
+pub mod resources;
+
+pub use check::Denied;
+
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
