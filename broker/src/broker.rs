@@ -26,7 +26,7 @@ use crate::namesrv::{BodyForm, BrokerRegistrar, NameServer, NameServerHandle, Na
 
 use crate::processor::BrokerHandler;
 use crate::pull_hold::PullHoldService;
-use crate::remoting::{serve, ServerOptions};
+use crate::remoting::ServerOptions;
 use crate::service::schedule::{ScheduleService, Scheduler};
 use crate::service::transaction::{
     ProducerCheckSender, TransactionService, Transactions, TxSettings,
@@ -77,16 +77,28 @@ impl Broker {
             source,
         })?;
         let acl = open_acl(&settings, &cancel, &tracker)?;
-        let connector = rmq_client::Connector::new().with_credentials(
-            settings
-                .broker
-                .inner_credentials()
-                .map_err(BrokerError::Config)?,
-        );
+        let tls = crate::remoting::tls::TlsSettings::from_config(&settings.broker)?;
+        let tls_server = tls
+            .server(std::slice::from_ref(&ip))
+            .map_err(|e| BrokerError::Tls(e.to_string()))?;
+        let connector = rmq_client::Connector::new()
+            .with_credentials(settings.broker.inner_credentials()?)
+            .with_tls(tls.client().map_err(|e| BrokerError::Tls(e.to_string()))?);
+        if let Some(t) = &tls_server {
+            tracing::info!(mode = ?t.mode(), outbound = tls.outbound, "TLS on the broker's ports");
+        }
         let namesrv = match u16::try_from(settings.broker.namesrv_listen_port) {
-            Ok(port) => {
-                Some(start_namesrv(&settings, acl.clone(), &ip, port, &cancel, &tracker).await?)
-            }
+            Ok(port) => Some(
+                start_namesrv(
+                    &settings,
+                    (acl.clone(), tls_server.clone()),
+                    &ip,
+                    port,
+                    &cancel,
+                    &tracker,
+                )
+                .await?,
+            ),
             Err(_) => None,
         };
 
@@ -214,6 +226,7 @@ impl Broker {
             ha_link: Arc::default(),
             acl,
             connector,
+            tls_server: tls_server.clone(),
             ha_addr: std::sync::OnceLock::new(),
             runtime,
             boot_ms: rmq_common::time::now_ms(),
@@ -228,10 +241,11 @@ impl Broker {
             .unwrap_or(usize::MAX),
             ..ServerOptions::default().with_limits(&ctx.settings.store)
         };
-        tracker.spawn(serve(
+        tracker.spawn(crate::remoting::serve_tls(
             listener,
             Arc::new(BrokerHandler::new(Arc::clone(&ctx))),
             options,
+            tls_server.clone(),
             cancel.clone(),
             tracker.clone(),
         ));
@@ -479,9 +493,12 @@ pub async fn run_namesrv_only(settings: &Settings) -> Result<StandaloneNameServe
     let cancel = CancellationToken::new();
     let tracker = TaskTracker::new();
     let acl = open_acl(settings, &cancel, &tracker)?;
+    let tls = crate::remoting::tls::TlsSettings::from_config(&settings.broker)?
+        .server(std::slice::from_ref(&settings.broker.broker_ip1))
+        .map_err(|e| BrokerError::Tls(e.to_string()))?;
     let handle = start_namesrv(
         settings,
-        acl,
+        (acl, tls),
         &settings.broker.broker_ip1,
         port,
         &cancel,
@@ -519,7 +536,10 @@ fn open_acl(
 /// Binds `ip:port` and serves a NameServer there (embedded or standalone).
 async fn start_namesrv(
     settings: &Settings,
-    acl: Option<Arc<crate::acl::Acl>>,
+    (acl, tls): (
+        Option<Arc<crate::acl::Acl>>,
+        Option<Arc<crate::remoting::tls::TlsServer>>,
+    ),
     ip: &str,
     port: u16,
     cancel: &CancellationToken,
@@ -533,6 +553,7 @@ async fn start_namesrv(
             expiry_ms: settings.broker.namesrv_broker_expiry_ms,
             dir: Some(settings.store.store_path_root_dir.join("namesrv")),
             acl,
+            tls,
         },
         cancel.clone(),
         tracker.clone(),
@@ -574,6 +595,7 @@ async fn start_ha_master(
         acks: Arc::clone(&ctx.ha_acks),
         appended: Arc::clone(ctx.store.appended()),
         settings: b.ha_settings(),
+        tls: ctx.tls_server.clone(),
     };
     tracker.spawn(crate::ha::master::serve(
         listener,
@@ -641,6 +663,7 @@ fn start_ha_slave(
         master,
         b.ha_settings(),
         Arc::clone(&ctx.ha_link),
+        ctx.connector.tls().cloned(),
         cancel.clone(),
     ));
 }

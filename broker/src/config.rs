@@ -137,6 +137,35 @@ pub struct BrokerConfig {
     /// NameServers and, as a slave, to its master), as RocketMQ 5 names it:
     /// `{"accessKey":"...","secretKey":"..."}`; blank: unsigned.
     pub inner_client_authentication_credentials: String,
+    /// TLS on the broker's and NameServer's ports: disabled | permissive |
+    /// enforcing (RocketMQ's `tls.server.mode`); see `remoting::tls`.
+    pub tls_mode: String,
+    /// Server certificate chain, PEM (`tls.server.certPath`).
+    pub tls_server_cert_path: String,
+    /// Its private key, unencrypted PEM (`tls.server.keyPath`).
+    pub tls_server_key_path: String,
+    /// Refused when set: encrypted keys are not read.
+    pub tls_server_key_password: String,
+    /// none | optional | require (`tls.server.need.client.auth`).
+    pub tls_server_need_client_auth: String,
+    /// Client certificates are checked against `tlsServerTrustCertPath`.
+    pub tls_server_auth_client: bool,
+    /// CA of client certificates (`tls.server.trustCertPath`).
+    pub tls_server_trust_cert_path: String,
+    /// Without a certificate, TLS uses a self-signed one made at start.
+    pub tls_test_mode_enable: bool,
+    /// The broker's own connections use TLS (always when enforcing).
+    pub tls_enable: bool,
+    /// Those connections check the server against `tlsClientTrustCertPath`.
+    pub tls_client_auth_server: bool,
+    /// CA of the servers this broker connects to.
+    pub tls_client_trust_cert_path: String,
+    /// Certificate this broker shows when asked.
+    pub tls_client_cert_path: String,
+    /// Its key.
+    pub tls_client_key_path: String,
+    /// A RocketMQ tls.properties whose `tls.*` keys override the above.
+    pub tls_config_file: String,
 }
 
 impl Default for BrokerConfig {
@@ -161,6 +190,20 @@ impl Default for BrokerConfig {
             acl_file: "conf/plain_acl.yml".into(),
             acl_reload_interval_ms: 5_000,
             inner_client_authentication_credentials: String::new(),
+            tls_mode: "disabled".into(),
+            tls_server_cert_path: String::new(),
+            tls_server_key_path: String::new(),
+            tls_server_key_password: String::new(),
+            tls_server_need_client_auth: "none".into(),
+            tls_server_auth_client: false,
+            tls_server_trust_cert_path: String::new(),
+            tls_test_mode_enable: true,
+            tls_enable: false,
+            tls_client_auth_server: false,
+            tls_client_trust_cert_path: String::new(),
+            tls_client_cert_path: String::new(),
+            tls_client_key_path: String::new(),
+            tls_config_file: String::new(),
             broker_id: 0,
             broker_ip1: "127.0.0.1".into(),
             listen_port: 10911,
@@ -253,6 +296,7 @@ impl BrokerConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.validate_permission()?;
         self.inner_credentials()?;
+        crate::remoting::tls::TlsSettings::from_config(self)?;
         self.validate_ha()?;
         rmq_common::names::validate_group(&self.broker_name)
             .map_err(|e| ConfigError::new("brokerName", e.to_string()))?;

@@ -59,6 +59,9 @@ pub struct BrokerContext {
     /// Opens this broker's own connections (to its NameServers and its
     /// master), signed with `innerClientAuthenticationCredentials`.
     pub connector: rmq_client::Connector,
+    /// TLS on the broker's ports (and the HA port), when `tlsMode` is not
+    /// disabled.
+    pub tls_server: Option<Arc<crate::remoting::tls::TlsServer>>,
     /// Where this broker takes slaves, once it listens.
     pub ha_addr: std::sync::OnceLock<SocketAddr>,
     /// Settings UPDATE_BROKER_CONFIG may change while running.

@@ -96,6 +96,9 @@ pub enum BrokerError {
     /// built by hand).
     #[error(transparent)]
     Config(#[from] rmq_common::ConfigError),
+    /// TLS is on and its certificate, key or CA cannot be used.
+    #[error("TLS: {0}")]
+    Tls(String),
     /// `aclEnable` is set and the ACL file cannot be used.
     #[error("ACL: {0}")]
     Acl(String),

@@ -1,7 +1,7 @@
-//! How connections are opened: the credentials every request is signed
-//! with (a broker or NameServer with `aclEnable` checks them), so a caller
-//! that connects to many servers (the broker towards its NameServers and
-//! its master, the tools) says it once.
+//! How connections are opened: plain or TLS, and the credentials every
+//! request is signed with (a broker or NameServer with `aclEnable` checks
+//! them), so a caller that connects to many servers (the broker towards its
+//! NameServers and its master, the tools) says it once.
 
 use std::net::SocketAddr;
 
@@ -10,11 +10,13 @@ use rmq_common::remoting::RemotingCommand;
 use tokio::sync::mpsc;
 
 use crate::remoting::{ClientError, RemotingClient};
+use crate::tls::TlsClient;
 
 /// Opens [`RemotingClient`]s that all sign with the same credentials.
 #[derive(Debug, Clone, Default)]
 pub struct Connector {
     credentials: Option<Credentials>,
+    tls: Option<TlsClient>,
 }
 
 impl Connector {
@@ -29,6 +31,17 @@ impl Connector {
         self
     }
 
+    /// Opens TLS connections with `tls` (none: plain).
+    pub fn with_tls(mut self, tls: Option<TlsClient>) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    /// The TLS side, when connections use TLS.
+    pub fn tls(&self) -> Option<&TlsClient> {
+        self.tls.as_ref()
+    }
+
     /// The credentials requests are signed with.
     pub fn credentials(&self) -> Option<&Credentials> {
         self.credentials.as_ref()
@@ -36,7 +49,11 @@ impl Connector {
 
     /// Connects to `addr`.
     pub async fn connect(&self, addr: SocketAddr) -> Result<RemotingClient, ClientError> {
-        Ok(self.dress(RemotingClient::connect(addr).await?))
+        let client = match &self.tls {
+            Some(tls) => RemotingClient::connect_tls(addr, tls, None).await?,
+            None => RemotingClient::connect(addr).await?,
+        };
+        Ok(self.dress(client))
     }
 
     /// Connects to `addr`; requests from the server go to `handler` (see
@@ -46,7 +63,11 @@ impl Connector {
         addr: SocketAddr,
         handler: mpsc::Sender<RemotingCommand>,
     ) -> Result<RemotingClient, ClientError> {
-        Ok(self.dress(RemotingClient::connect_with_handler(addr, handler).await?))
+        let client = match &self.tls {
+            Some(tls) => RemotingClient::connect_tls(addr, tls, Some(handler)).await?,
+            None => RemotingClient::connect_with_handler(addr, handler).await?,
+        };
+        Ok(self.dress(client))
     }
 
     fn dress(&self, client: RemotingClient) -> RemotingClient {

@@ -9,6 +9,7 @@ pub mod codec;
 pub mod connector;
 pub mod producer;
 pub mod remoting;
+pub mod tls;
 pub mod transaction;
 
 pub use calls::{
@@ -19,4 +20,5 @@ pub use codec::{CodecError, RemotingCodec};
 pub use connector::Connector;
 pub use producer::{Producer, ProducerError, ProducerOptions, Sent};
 pub use remoting::{ClientError, RemotingClient};
+pub use tls::{TlsClient, TlsClientOptions, TlsError};
 pub use transaction::{CheckedHalf, LocalTxState, TransactionProducer};

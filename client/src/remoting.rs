@@ -19,8 +19,7 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use parking_lot::Mutex;
 use rmq_common::remoting::{RemotingCommand, RemotingError, FLAG_ONEWAY, FLAG_RESPONSE};
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::FramedRead;
@@ -28,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::codec::RemotingCodec;
+use crate::tls::TlsClient;
 
 /// Encoded frames queued for the writer; callers wait when it is full.
 const OUTBOUND_QUEUE: usize = 1024;
@@ -63,6 +63,15 @@ pub enum ClientError {
         /// The server.
         peer: SocketAddr,
         /// The socket error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The TLS handshake failed (the server speaks plain, or refused us).
+    #[error("TLS handshake with {peer} failed: {source}")]
+    Tls {
+        /// The server.
+        peer: SocketAddr,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
@@ -151,7 +160,7 @@ impl RemotingClient {
 
     /// Connects to `addr`; requests from the server are logged and dropped.
     pub async fn connect(addr: SocketAddr) -> Result<Self, ClientError> {
-        Self::start(addr, None).await
+        Self::start(addr, None, None).await
     }
 
     /// Connects to `addr`; requests from the server (non-response frames) are
@@ -161,18 +170,53 @@ impl RemotingClient {
         addr: SocketAddr,
         handler: mpsc::Sender<RemotingCommand>,
     ) -> Result<Self, ClientError> {
-        Self::start(addr, Some(handler)).await
+        Self::start(addr, Some(handler), None).await
+    }
+
+    /// Connects to `addr` over TLS (see [`TlsClient`]); requests from the
+    /// server go to `handler` when given.
+    pub async fn connect_tls(
+        addr: SocketAddr,
+        tls: &TlsClient,
+        handler: Option<mpsc::Sender<RemotingCommand>>,
+    ) -> Result<Self, ClientError> {
+        Self::start(addr, handler, Some(tls)).await
     }
 
     async fn start(
         addr: SocketAddr,
         handler: Option<mpsc::Sender<RemotingCommand>>,
+        tls: Option<&TlsClient>,
     ) -> Result<Self, ClientError> {
         let io_error = |source| ClientError::Io { peer: addr, source };
         let stream = TcpStream::connect(addr).await.map_err(io_error)?;
         stream.set_nodelay(true).map_err(io_error)?;
-        let (read_half, write_half) = stream.into_split();
+        Ok(match tls {
+            None => {
+                let (read_half, write_half) = stream.into_split();
+                Self::run(addr, read_half, write_half, handler)
+            }
+            Some(tls) => {
+                let stream = tls
+                    .handshake(stream, addr)
+                    .await
+                    .map_err(|source| ClientError::Tls { peer: addr, source })?;
+                let (read_half, write_half) = tokio::io::split(stream);
+                Self::run(addr, read_half, write_half, handler)
+            }
+        })
+    }
 
+    fn run<R, W>(
+        addr: SocketAddr,
+        read_half: R,
+        write_half: W,
+        handler: Option<mpsc::Sender<RemotingCommand>>,
+    ) -> Self
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let shared = Arc::new(Shared {
             peer: addr,
             pending: Mutex::new(PendingTable::default()),
@@ -193,14 +237,14 @@ impl RemotingClient {
             cancel.clone(),
         ));
         tracker.close();
-        Ok(Self {
+        Self {
             shared,
             outbound,
             next_opaque: AtomicI32::new(1),
             cancel,
             tracker,
             credentials: None,
-        })
+        }
     }
 
     /// The server's address.
@@ -324,8 +368,8 @@ impl Drop for RemotingClient {
 
 /// Reads frames until the peer closes, a frame is bad, or the client is
 /// closed; then fails every waiting call and stops the writer.
-async fn read_loop(
-    mut frames: FramedRead<OwnedReadHalf, RemotingCodec>,
+async fn read_loop<R: AsyncRead + Unpin>(
+    mut frames: FramedRead<R, RemotingCodec>,
     shared: Arc<Shared>,
     handler: Option<mpsc::Sender<RemotingCommand>>,
     cancel: CancellationToken,
@@ -378,8 +422,8 @@ async fn read_loop(
 
 /// Writes queued frames, coalescing what is already queued, until the queue
 /// closes, a write fails, or the client is closed.
-async fn write_loop(
-    mut socket: OwnedWriteHalf,
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut socket: W,
     mut queue: mpsc::Receiver<Bytes>,
     shared: Arc<Shared>,
     cancel: CancellationToken,
@@ -405,7 +449,8 @@ async fn write_loop(
         let written = tokio::select! {
             biased;
             () = cancel.cancelled() => break,
-            written = socket.write_all(&batch) => written,
+            // A TLS stream holds what it encrypted until flushed.
+            written = async { socket.write_all(&batch).await?; socket.flush().await } => written,
         };
         batch.clear();
         if let Err(error) = written {

@@ -2,7 +2,13 @@
 // Real-client check: the stock `ali-ons` RocketMQ 4.x client (pure
 // JavaScript) against our broker, on 127.0.0.1 only.
 //
-//   node ons_check.js --namesrv 127.0.0.1:PORT --phase 1|2 --topic T --group G
+//   node ons_check.js --namesrv 127.0.0.1:PORT --phase 1|2|retry|send|acl|acl-refused
+//                     --topic T --group G [--access-key AK --secret-key SK]
+//
+// With --access-key/--secret-key (both or neither) every producer and
+// consumer signs its requests the way ali-ons does (AccessKey, OnsChannel and
+// Signature = base64 HMAC-SHA1 over the sorted header values, then the body),
+// which is what a broker with plain ACL checks.
 //
 // Phase 1 sends 1,000 messages (TagA/TagB alternating, distinct keys and
 // bodies, a few above 4 KiB so the client zlib-compresses them) to a topic
@@ -24,6 +30,19 @@
 // which broker stored each (the failover test kills one of three brokers and
 // runs it again: every send must still succeed, through the client's own
 // retry on another broker).
+//
+// Phase acl (needs the credentials) sends ACL_COUNT messages to an existing
+// topic and consumes them as group G (subscribed to `*`): every one must
+// arrive once with its body, key and tag, and no request the client made may
+// be refused by the broker (response code 16, NO_PERMISSION); messages left
+// in the topic by earlier acl runs are counted, not flagged.
+//
+// Phase acl-refused sends ONE message with credentials the caller made wrong
+// (wrong secret, unknown key, a topic the account may not publish to; or no
+// credentials at all) and expects the broker to refuse it: ok when the send
+// failed with NO_PERMISSION / an "ACL: ..." remark (or the producer could not
+// even start for that reason), not ok when the send succeeded or failed for
+// another reason. The client's send retries are turned off for this phase.
 //
 // Prints one JSON summary line on stdout; diagnostics go to stderr.
 // Exit codes: 0 success, 1 check failed, 2 bad arguments, 3 a step timed out.
@@ -67,6 +86,21 @@ const LARGE_BODY_BYTES = 6 * 1024;
 const QUEUE_SPREAD = 4;
 /** ali-ons' response code for TOPIC_NOT_EXIST. */
 const TOPIC_NOT_EXIST = 17;
+/** The response code of a request the broker's ACL refused. */
+const NO_PERMISSION = 16;
+
+/** Acl phase: messages sent (TagA/TagB alternating, distinct keys). */
+const ACL_COUNT = 20;
+/** Acl phase: after the expected messages, watch for duplicates. */
+const ACL_GRACE_MS = 2_000;
+/** Acl-refused phase: the whole phase (start, one send, close). */
+const ACL_REFUSED_TIMEOUT_MS = 30_000;
+/** Acl-refused phase: the one send (the client's own send timeout is 3 s). */
+const ACL_REFUSED_SEND_TIMEOUT_MS = 10_000;
+/** Acl-refused phase: the client's own send timeout. */
+const ACL_REFUSED_SEND_MSG_TIMEOUT_MS = 3_000;
+/** What a credential may look like on the command line. */
+const CREDENTIAL_RE = /^[\x21-\x7e]{1,256}$/;
 
 const EXIT_OK = 0;
 const EXIT_CHECK_FAILED = 1;
@@ -101,7 +135,8 @@ const httpclient = {
 
 function usage(msg) {
   console.error(`ons_check: ${msg}`);
-  console.error('usage: node ons_check.js --namesrv 127.0.0.1:PORT --phase 1|2 --topic T --group G');
+  console.error('usage: node ons_check.js --namesrv 127.0.0.1:PORT --phase 1|2|retry|send|acl|acl-refused ' +
+    '--topic T --group G [--access-key AK --secret-key SK]');
   process.exit(EXIT_USAGE);
 }
 
@@ -117,11 +152,28 @@ function parseArgs(argv) {
     if (!out[k]) usage(`--${k} is required`);
   }
   if (!/^127\.0\.0\.1:\d{1,5}$/.test(out.namesrv)) usage('--namesrv must be 127.0.0.1:PORT');
-  if (![ '1', '2', 'retry', 'send' ].includes(out.phase)) usage('--phase must be 1, 2, retry or send');
+  if (![ '1', '2', 'retry', 'send', 'acl', 'acl-refused' ].includes(out.phase)) {
+    usage('--phase must be 1, 2, retry, send, acl or acl-refused');
+  }
   if (!/^[a-zA-Z0-9_-]+$/.test(out.topic)) usage('--topic must match [a-zA-Z0-9_-]+');
   if (!/^[a-zA-Z0-9_-]+$/.test(out.group)) usage('--group must match [a-zA-Z0-9_-]+');
-  const phase = [ 'retry', 'send' ].includes(out.phase) ? out.phase : Number(out.phase);
-  return { namesrv: out.namesrv, phase, topic: out.topic, group: out.group };
+  const known = [ 'namesrv', 'phase', 'topic', 'group', 'access-key', 'secret-key' ];
+  for (const k of Object.keys(out)) {
+    if (!known.includes(k)) usage(`unknown argument --${k}`);
+  }
+  const hasAk = out['access-key'] !== undefined;
+  const hasSk = out['secret-key'] !== undefined;
+  if (hasAk !== hasSk) usage('--access-key and --secret-key go together (both or neither)');
+  if (hasAk && !CREDENTIAL_RE.test(out['access-key'])) usage('--access-key must be 1-256 printable ASCII characters, no spaces');
+  if (hasSk && !CREDENTIAL_RE.test(out['secret-key'])) usage('--secret-key must be 1-256 printable ASCII characters, no spaces');
+  if (out.phase === 'acl' && !hasAk) usage('--phase acl needs --access-key and --secret-key');
+  const phase = [ '1', '2' ].includes(out.phase) ? Number(out.phase) : out.phase;
+  const args = { namesrv: out.namesrv, phase, topic: out.topic, group: out.group };
+  if (hasAk) {
+    args.accessKey = out['access-key'];
+    args.secretKey = out['secret-key'];
+  }
+  return args;
 }
 
 function withTimeout(promise, ms, step) {
@@ -156,7 +208,8 @@ function plan(phase, count) {
 }
 
 function clientOptions(args, extra) {
-  return Object.assign({ nameSrv: args.namesrv, httpclient, logger }, extra);
+  const credentials = args.accessKey ? { accessKey: args.accessKey, secretKey: args.secretKey } : {};
+  return Object.assign({ nameSrv: args.namesrv, httpclient, logger }, credentials, extra);
 }
 
 function recordError(source, err) {
@@ -189,9 +242,10 @@ async function sendOne(producer, state, item, topic) {
   }
 }
 
-async function sendPhase(args, items) {
+async function sendPhase(args, items, progress = {}) {
   const producer = new Producer(clientOptions(args, { producerGroup: `${args.group}-producer` }));
   producer.on('error', err => recordError('producer', err));
+  const refusals = watchRequests(producer._mqClient, 'producer');
   await withTimeout(producer.ready(), START_TIMEOUT_MS, 'producer start');
   const state = { bootstrapped: false };
   const byQueue = {};
@@ -204,19 +258,72 @@ async function sendPhase(args, items) {
       }
       const q = r.messageQueue.queueId;
       byQueue[q] = (byQueue[q] || 0) + 1;
+      progress.sent = (progress.sent || 0) + 1;
     }
   })(), SEND_ALL_TIMEOUT_MS, `sending ${items.length} messages`);
   const sendMs = Date.now() - started;
   const addrs = channelAddrs(producer._mqClient);
   await withTimeout(producer.close(), CLOSE_TIMEOUT_MS, 'producer close');
-  return { sendMs, byQueue, bootstrapped: state.bootstrapped, addrs };
+  return { sendMs, byQueue, bootstrapped: state.bootstrapped, addrs, refusals };
+}
+
+/** Request codes the client sent (by code), over every client watched. */
+const requestCodes = {};
+/** Every request the broker refused with NO_PERMISSION, over every client watched. */
+const allRefusals = [];
+
+/**
+ * Observes, without changing anything, every request an ali-ons client
+ * (its MQClient, a RemotingClient) sends: counts them by request code
+ * (`requestCodes`) and returns the list of those the broker refused with
+ * NO_PERMISSION (code 16), with the broker's remark. Oneway requests (offset
+ * updates) get no answer, so only the broker can tell about those.
+ */
+function watchRequests(mqClient, source) {
+  if (mqClient._onsCheckRefusals) return mqClient._onsCheckRefusals;
+  const refusals = [];
+  mqClient._onsCheckRefusals = refusals;
+  const invoke = mqClient.invoke;
+  const invokeOneway = mqClient.invokeOneway;
+  const count = (command, oneway) => {
+    const key = `${command.code}${oneway ? ' (oneway)' : ''}`;
+    requestCodes[key] = (requestCodes[key] || 0) + 1;
+  };
+  mqClient.invoke = async function(addr, command, timeout) {
+    count(command, false);
+    const response = await invoke.call(this, addr, command, timeout);
+    if (response && response.code === NO_PERMISSION) {
+      const r = { source, request: command.code, addr: addr || 'namesrv', remark: String(response.remark).slice(0, 300) };
+      refusals.push(r);
+      allRefusals.push(r);
+      log(`${source}: the broker refused request code ${command.code}: ${response.remark}`);
+    }
+    return response;
+  };
+  mqClient.invokeOneway = async function(addr, command) {
+    count(command, true);
+    return invokeOneway.call(this, addr, command);
+  };
+  return refusals;
+}
+
+/** Does this error show the broker's ACL refusal? */
+function isAclRefusal(err) {
+  if (!err) return false;
+  return err.code === NO_PERMISSION || /\bACL\b|NO_PERMISSION|no permission/i.test(String(err.message));
 }
 
 function channelAddrs(mqClient) {
   return Array.from((mqClient && mqClient._channels && mqClient._channels.keys()) || []);
 }
 
-async function consumePhase(args, expected, oldKeys, graceMs) {
+/**
+ * Consumes as group G until every expected message arrived (bounded), then
+ * watches graceMs more. `subExpression` defaults to the TagA-only
+ * subscription of phases 1 and 2; a key for which `isEarlier(key)` holds is a
+ * leftover of an earlier run: counted, not a problem.
+ */
+async function consumePhase(args, expected, oldKeys, graceMs, subExpression = 'TagA', isEarlier = () => false) {
   const received = [];
   const consumer = new Consumer(clientOptions(args, {
     consumerGroup: args.group,
@@ -225,8 +332,9 @@ async function consumePhase(args, expected, oldKeys, graceMs) {
     consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET',
   }));
   consumer.on('error', err => recordError('consumer', err));
+  const refusals = watchRequests(consumer._mqClient, 'consumer');
   const started = Date.now();
-  consumer.subscribe(args.topic, 'TagA', async msg => {
+  consumer.subscribe(args.topic, subExpression, async msg => {
     received.push({
       key: msg.keys,
       tag: msg.tags,
@@ -258,7 +366,12 @@ async function consumePhase(args, expected, oldKeys, graceMs) {
   let duplicates = 0;
   let old = 0;
   let unexpected = 0;
+  let earlier = 0;
   for (const m of received) {
+    if (!expected.has(m.key) && isEarlier(m.key)) {
+      earlier++;
+      continue;
+    }
     if (seen.has(m.key)) {
       duplicates++;
       problems.push(`duplicate delivery of ${m.key} (queue ${m.queueId} offset ${m.queueOffset})`);
@@ -276,7 +389,7 @@ async function consumePhase(args, expected, oldKeys, graceMs) {
       }
       continue;
     }
-    if (m.tag !== 'TagA') problems.push(`${m.key} arrived with tag ${m.tag}`);
+    if (m.tag !== want.tag) problems.push(`${m.key} arrived with tag ${m.tag}`);
     if (m.topic !== args.topic) problems.push(`${m.key} arrived with topic ${m.topic}`);
     if (m.body !== want.body) problems.push(`${m.key} has a wrong body (${m.body.length} bytes, want ${want.body.length})`);
   }
@@ -291,8 +404,8 @@ async function consumePhase(args, expected, oldKeys, graceMs) {
   const byQueue = {};
   for (const m of received) byQueue[m.queueId] = (byQueue[m.queueId] || 0) + 1;
   return {
-    received: received.length, distinct: seen.size, duplicates, old, unexpected, missing: missing.length,
-    byQueue, receiveMs, closeMs, problems, addrs,
+    received: received.length, distinct: seen.size, duplicates, old, unexpected, earlier, missing: missing.length,
+    byQueue, receiveMs, closeMs, problems, addrs, refusals,
   };
 }
 
@@ -438,9 +551,204 @@ async function runSendOnly(args) {
   return EXIT_OK;
 }
 
+/** The acl phase (see the header). */
+async function runAcl(args) {
+  const t0 = Date.now();
+  // Keys carry a run id so that they are distinct across runs too.
+  const run = `${Date.now().toString(36)}${process.pid.toString(36)}`;
+  const items = [];
+  for (let i = 0; i < ACL_COUNT; i++) {
+    const tag = i % 2 === 0 ? 'TagA' : 'TagB';
+    const key = `acl-${run}-${String(i).padStart(4, '0')}`;
+    items.push({ key, tag, body: `ons-check acl message ${i} ${tag} ${key}` });
+  }
+  const expected = new Map(items.map(i => [ i.key, i ]));
+  const isEarlier = key => typeof key === 'string' && key.startsWith('acl-') && !key.startsWith(`acl-${run}-`);
+
+  log(`acl: sending ${items.length} messages to ${args.topic} as ${args.accessKey}`);
+  const progress = { sent: 0 };
+  let sent;
+  let got;
+  try {
+    sent = await sendPhase(args, items, progress);
+    log(`acl: sent in ${sent.sendMs} ms, by queue ${JSON.stringify(sent.byQueue)}`);
+    log(`acl: consuming as ${args.group}, subscribed to *, expecting ${expected.size}`);
+    got = await consumePhase(args, expected, new Set(), ACL_GRACE_MS, '*', isEarlier);
+    await closeInnerProducer();
+  } catch (err) {
+    if (err instanceof StepTimeout) throw err;
+    // A refused send surfaces from ali-ons only as "Send [n] times, still
+    // failed"; the broker's reason is in the refusals the watch recorded.
+    const problems = [ `${got ? 'closing' : sent ? 'consuming' : 'sending'} failed: ${err && err.message}` ];
+    for (const r of allRefusals) {
+      problems.push(`the broker refused a signed request: code ${r.request} from the ${r.source} to ${r.addr}: ${r.remark}`);
+    }
+    console.log(JSON.stringify({
+      phase: 'acl', ok: false, topic: args.topic, group: args.group, accessKey: args.accessKey,
+      sent: progress.sent, received: got ? got.received : 0, requestCodes, refusedRequests: allRefusals.length,
+      clientErrors: clientErrors.length, problems: problems.slice(0, 20),
+    }));
+    log(`FAILED: ${problems.slice(0, 20).join('\n  ')}`);
+    if (clientErrors.length) log(`client errors: ${JSON.stringify(clientErrors.slice(0, 20))}`);
+    return EXIT_CHECK_FAILED;
+  }
+
+  const problems = got.problems.slice();
+  const refusals = allRefusals;
+  for (const r of refusals) {
+    problems.push(`the broker refused a signed request: code ${r.request} from the ${r.source} to ${r.addr}: ${r.remark}`);
+  }
+  for (const e of clientErrors) {
+    if (isAclRefusal(e)) problems.push(`client error from ${e.source} shows an ACL refusal: ${e.message}`);
+  }
+  const foreign = sent.addrs.concat(got.addrs).filter(a => !a.startsWith('127.0.0.1:'));
+  if (foreign.length) problems.push(`the client connected beyond 127.0.0.1: ${foreign.join(', ')}`);
+
+  const summary = {
+    phase: 'acl',
+    ok: problems.length === 0,
+    topic: args.topic,
+    group: args.group,
+    accessKey: args.accessKey,
+    sent: items.length,
+    sentByQueue: sent.byQueue,
+    expected: expected.size,
+    received: got.received,
+    distinct: got.distinct,
+    duplicates: got.duplicates,
+    unexpected: got.unexpected,
+    earlierRuns: got.earlier,
+    missing: got.missing,
+    requestCodes,
+    refusedRequests: refusals.length,
+    clientErrors: clientErrors.length,
+    timingsMs: { send: sent.sendMs, receive: got.receiveMs, consumerClose: got.closeMs, total: Date.now() - t0 },
+    problems: problems.slice(0, 20),
+  };
+  console.log(JSON.stringify(summary));
+  if (clientErrors.length) log(`client errors: ${JSON.stringify(clientErrors.slice(0, 20))}`);
+  if (problems.length) {
+    log(`FAILED: ${problems.length} problem(s):\n  ${problems.slice(0, 20).join('\n  ')}`);
+    return EXIT_CHECK_FAILED;
+  }
+  log('acl: OK');
+  return EXIT_OK;
+}
+
+/**
+ * The acl-refused phase (see the header). ali-ons' `send` swallows a
+ * NO_PERMISSION answer and, its retries spent, throws a generic "Send [n]
+ * times, still failed" error; the broker's own answer (code 16 and its
+ * "ACL: ..." remark) is taken from the client's per-attempt call
+ * (`sendKernelImpl`), which is observed, not changed.
+ */
+async function runAclRefused(args) {
+  const t0 = Date.now();
+  const who = args.accessKey ? `as ${args.accessKey}` : 'without credentials';
+  const producer = new Producer(clientOptions(args, {
+    producerGroup: `${args.group}-producer`,
+    retryTimesWhenSendFailed: 0,
+    sendMsgTimeout: ACL_REFUSED_SEND_MSG_TIMEOUT_MS,
+  }));
+  producer.on('error', err => recordError('producer', err));
+  const refusals = watchRequests(producer._mqClient, 'producer');
+  const attemptErrors = [];
+  const sendKernelImpl = producer.sendKernelImpl;
+  producer.sendKernelImpl = async function(...a) {
+    try {
+      return await sendKernelImpl.apply(this, a);
+    } catch (err) {
+      attemptErrors.push(err);
+      throw err;
+    }
+  };
+
+  const outcome = await withTimeout((async () => {
+    try {
+      await withTimeout(producer.ready(), START_TIMEOUT_MS, 'producer start');
+    } catch (err) {
+      if (err instanceof StepTimeout) throw err;
+      return { stage: 'start', err };
+    }
+    const msg = new Message(args.topic, 'TagA', `ons-check acl-refused ${who}`);
+    msg.keys = [ `acl-refused-${Date.now().toString(36)}${process.pid.toString(36)}` ];
+    log(`acl-refused: sending one message to ${args.topic} ${who}, expecting a refusal`);
+    try {
+      const r = await withTimeout(producer.send(msg), ACL_REFUSED_SEND_TIMEOUT_MS, 'the send');
+      return { stage: 'send', result: r };
+    } catch (err) {
+      if (err instanceof StepTimeout) throw err;
+      return { stage: 'send', err };
+    }
+  })(), ACL_REFUSED_TIMEOUT_MS, 'the acl-refused phase');
+
+  try {
+    await withTimeout(producer.close(), CLOSE_TIMEOUT_MS, 'producer close');
+  } catch (err) {
+    // With wrong credentials the unregister is refused too.
+    if (err instanceof StepTimeout) throw err;
+    recordError('producer close', err);
+  }
+  try {
+    await closeInnerProducer();
+  } catch (err) {
+    if (err instanceof StepTimeout) throw err;
+    recordError('inner producer close', err);
+  }
+
+  const problems = [];
+  let refused = false;
+  let error = null;
+  let code = null;
+  if (outcome.err) {
+    // The most telling error: the broker's answer to an attempt, else what
+    // the client threw.
+    const telling = attemptErrors.find(isAclRefusal) || (isAclRefusal(outcome.err) ? outcome.err : null);
+    const shown = telling || attemptErrors[attemptErrors.length - 1] || outcome.err;
+    error = String(shown && shown.message).slice(0, 300);
+    code = shown && shown.code !== undefined ? shown.code : null;
+    refused = Boolean(telling);
+    if (!refused) {
+      problems.push(`the ${outcome.stage === 'start' ? 'producer start' : 'send'} failed, but not with an ACL refusal: ` +
+        `${outcome.err && outcome.err.name} ${outcome.err && outcome.err.code} ${error}`);
+    }
+  } else {
+    const r = outcome.result;
+    problems.push(`the send was not refused: ${r.sendStatus} to ${r.messageQueue && r.messageQueue.brokerName} ` +
+      `queue ${r.messageQueue && r.messageQueue.queueId} offset ${r.queueOffset} (msgId ${r.msgId})`);
+  }
+  const summary = {
+    phase: 'acl-refused',
+    ok: problems.length === 0,
+    refused,
+    error,
+    code,
+    stage: outcome.stage,
+    clientError: outcome.err ? String(outcome.err.message).slice(0, 300) : null,
+    topic: args.topic,
+    accessKey: args.accessKey || null,
+    attempts: attemptErrors.length + (outcome.result ? 1 : 0),
+    refusedRequests: refusals.map(r => r.request),
+    requestCodes,
+    clientErrors: clientErrors.length,
+    timingsMs: { total: Date.now() - t0 },
+    problems,
+  };
+  console.log(JSON.stringify(summary));
+  if (clientErrors.length) log(`client errors: ${JSON.stringify(clientErrors.slice(0, 20))}`);
+  if (problems.length) {
+    log(`FAILED: ${problems.join('\n  ')}`);
+    return EXIT_CHECK_FAILED;
+  }
+  log(`acl-refused: OK, refused: ${error}`);
+  return EXIT_OK;
+}
+
 async function run(args) {
   if (args.phase === 'retry') return runRetry(args);
   if (args.phase === 'send') return runSendOnly(args);
+  if (args.phase === 'acl') return runAcl(args);
+  if (args.phase === 'acl-refused') return runAclRefused(args);
   const t0 = Date.now();
   const phase1 = plan(1, PHASE1_COUNT);
   const phase2 = plan(2, PHASE2_COUNT);

@@ -102,7 +102,21 @@ pub async fn run_main(
     home: &Path,
     timeout: Duration,
 ) -> JavaRun {
+    run_main_with(client, &[], main, args, home, timeout).await
+}
+
+/// [`run_main`] with `jvm` options added (system properties such as
+/// `-Dtls.enable=true`).
+pub async fn run_main_with(
+    client: Client,
+    jvm: &[&str],
+    main: &str,
+    args: &[String],
+    home: &Path,
+    timeout: Duration,
+) -> JavaRun {
     let mut all = jvm_options(home);
+    all.extend(jvm.iter().map(|s| (*s).to_owned()));
     all.push("-cp".into());
     all.push(client.classpath());
     all.push(main.to_owned());

@@ -1,5 +1,6 @@
 //! What `rmq-admin` does, as functions that return the text it prints, so
-//! the output is testable.
+//! the output is testable. Each connects through the [`Connector`] it is
+//! given (TLS, ACL credentials).
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -8,17 +9,18 @@ use rmq_common::message::decode_offset_msg_id;
 use rmq_common::message::record::RecordView;
 use rmq_common::remoting::{RemotingCommand, RequestCode};
 
-use rmq_client::{self as sdk, SdkError};
+use rmq_client::{self as sdk, Connector, SdkError};
 use rmq_common::remoting::body::{ClusterInfo, TopicConfig, TopicConfigSerializeWrapper};
 
 /// Creates or updates a topic on a broker (this one or Apache RocketMQ's).
 pub async fn topic_create(
+    conn: &Connector,
     broker: SocketAddr,
     topic: &str,
     queues: i32,
     perm: i32,
 ) -> Result<String, SdkError> {
-    let c = sdk::connect(broker).await?;
+    let c = conn.connect(broker).await?;
     let req = sdk::request(
         RequestCode::UpdateAndCreateTopic,
         &[
@@ -44,12 +46,13 @@ pub async fn topic_create(
 /// in requests of up to 5,000 (UPDATE_AND_CREATE_TOPIC_LIST), so the
 /// broker persists its table once per request.
 pub async fn topic_create_many(
+    conn: &Connector,
     broker: SocketAddr,
     prefix: &str,
     count: usize,
     queues: i32,
 ) -> Result<String, SdkError> {
-    let c = sdk::connect(broker).await?;
+    let c = conn.connect(broker).await?;
     let names: Vec<String> = (0..count).map(|n| format!("{prefix}{n}")).collect();
     for chunk in names.chunks(TOPIC_LIST_CHUNK) {
         let list: Vec<TopicConfig> = chunk.iter().map(|n| TopicConfig::new(n, queues)).collect();
@@ -68,16 +71,19 @@ pub async fn topic_create_many(
 /// [`topic_create_many`] (about 1 MiB of JSON).
 const TOPIC_LIST_CHUNK: usize = 5_000;
 
-async fn topics(broker: SocketAddr) -> Result<TopicConfigSerializeWrapper, SdkError> {
-    let c = sdk::connect(broker).await?;
+async fn topics(
+    conn: &Connector,
+    broker: SocketAddr,
+) -> Result<TopicConfigSerializeWrapper, SdkError> {
+    let c = conn.connect(broker).await?;
     let resp = sdk::call(&c, RemotingCommand::request(RequestCode::GetAllTopicConfig)).await?;
     rmq_common::json::from_slice(resp.body.as_deref().unwrap_or_default())
         .map_err(|e| SdkError::BadAnswer(e.to_string()))
 }
 
 /// Lists the broker's topics.
-pub async fn topic_list(broker: SocketAddr) -> Result<String, SdkError> {
-    let t = topics(broker).await?;
+pub async fn topic_list(conn: &Connector, broker: SocketAddr) -> Result<String, SdkError> {
+    let t = topics(conn, broker).await?;
     let mut out = format!(
         "{:<40} {:>6} {:>6} {:>5}\n",
         "TOPIC", "READ", "WRITE", "PERM"
@@ -92,8 +98,8 @@ pub async fn topic_list(broker: SocketAddr) -> Result<String, SdkError> {
     Ok(out)
 }
 
-async fn read_queues(broker: SocketAddr, topic: &str) -> Result<i32, SdkError> {
-    let t = topics(broker).await?;
+async fn read_queues(conn: &Connector, broker: SocketAddr, topic: &str) -> Result<i32, SdkError> {
+    let t = topics(conn, broker).await?;
     t.topic_config_table
         .get(topic)
         .map(|c| c.read_queue_nums)
@@ -101,9 +107,13 @@ async fn read_queues(broker: SocketAddr, topic: &str) -> Result<i32, SdkError> {
 }
 
 /// Per-queue min and max offsets of a topic.
-pub async fn topic_status(broker: SocketAddr, topic: &str) -> Result<String, SdkError> {
-    let queues = read_queues(broker, topic).await?;
-    let c = sdk::connect(broker).await?;
+pub async fn topic_status(
+    conn: &Connector,
+    broker: SocketAddr,
+    topic: &str,
+) -> Result<String, SdkError> {
+    let queues = read_queues(conn, broker, topic).await?;
+    let c = conn.connect(broker).await?;
     let mut out = format!("{:>6} {:>14} {:>14}\n", "QUEUE", "MIN", "MAX");
     for q in 0..queues {
         let min = sdk::queue_offset(&c, RequestCode::GetMinOffset, topic, q).await?;
@@ -115,12 +125,13 @@ pub async fn topic_status(broker: SocketAddr, topic: &str) -> Result<String, Sdk
 
 /// A consumer group's progress and lag per queue of a topic.
 pub async fn consumer_progress(
+    conn: &Connector,
     broker: SocketAddr,
     group: &str,
     topic: &str,
 ) -> Result<String, SdkError> {
-    let queues = read_queues(broker, topic).await?;
-    let c = sdk::connect(broker).await?;
+    let queues = read_queues(conn, broker, topic).await?;
+    let c = conn.connect(broker).await?;
     let mut out = format!(
         "{:>6} {:>14} {:>14} {:>10}\n",
         "QUEUE", "BROKER_MAX", "CONSUMER", "LAG"
@@ -153,13 +164,14 @@ pub async fn consumer_progress(
 /// Up to `count` messages of one queue from `offset`, read with a pull
 /// (nothing is committed), e.g. to inspect a dead-letter queue.
 pub async fn read_queue(
+    conn: &Connector,
     broker: SocketAddr,
     topic: &str,
     queue_id: i32,
     offset: i64,
     count: i32,
 ) -> Result<String, SdkError> {
-    let c = sdk::connect(broker).await?;
+    let c = conn.connect(broker).await?;
     let req = sdk::request(
         RequestCode::PullMessage,
         &[
@@ -230,8 +242,13 @@ fn describe(bytes: &[u8]) -> String {
 }
 
 /// Messages of a topic with a key.
-pub async fn query_key(broker: SocketAddr, topic: &str, key: &str) -> Result<String, SdkError> {
-    let c = sdk::connect(broker).await?;
+pub async fn query_key(
+    conn: &Connector,
+    broker: SocketAddr,
+    topic: &str,
+    key: &str,
+) -> Result<String, SdkError> {
+    let c = conn.connect(broker).await?;
     let req = sdk::request(
         RequestCode::QueryMessage,
         &[
@@ -247,10 +264,10 @@ pub async fn query_key(broker: SocketAddr, topic: &str, key: &str) -> Result<Str
 }
 
 /// A message by its offsetMsgId (the broker address is in the id).
-pub async fn query_id(msg_id: &str) -> Result<String, SdkError> {
+pub async fn query_id(conn: &Connector, msg_id: &str) -> Result<String, SdkError> {
     let (host, offset) =
         decode_offset_msg_id(msg_id).map_err(|e| SdkError::BadAnswer(e.to_string()))?;
-    let c = sdk::connect(host).await?;
+    let c = conn.connect(host).await?;
     let resp = sdk::call(
         &c,
         sdk::request(
@@ -266,8 +283,8 @@ pub async fn query_id(msg_id: &str) -> Result<String, SdkError> {
 /// CommitLog end and replication lag: on a master the largest of its
 /// slaves', on a slave how far its log ends behind its master's ("-" where
 /// a broker does not answer or, like Apache RocketMQ 4.9, does not say).
-pub async fn cluster_list(namesrv: SocketAddr) -> Result<String, SdkError> {
-    let c = sdk::connect(namesrv).await?;
+pub async fn cluster_list(conn: &Connector, namesrv: SocketAddr) -> Result<String, SdkError> {
+    let c = conn.connect(namesrv).await?;
     let resp = sdk::call(
         &c,
         RemotingCommand::request(RequestCode::GetBrokerClusterInfo),
@@ -286,7 +303,7 @@ pub async fn cluster_list(namesrv: SocketAddr) -> Result<String, SdkError> {
             };
             let mut rows = Vec::new();
             for (id, addr) in &b.broker_addrs {
-                rows.push((*id, addr, runtime_info(addr).await));
+                rows.push((*id, addr, runtime_info(conn, addr).await));
             }
             let master_end = rows
                 .iter()
@@ -318,13 +335,16 @@ pub async fn cluster_list(namesrv: SocketAddr) -> Result<String, SdkError> {
 
 /// A broker's GET_BROKER_RUNTIME_INFO table, or `None` if it does not
 /// answer within 3 s.
-async fn runtime_info(addr: &str) -> Option<std::collections::BTreeMap<String, String>> {
+async fn runtime_info(
+    conn: &Connector,
+    addr: &str,
+) -> Option<std::collections::BTreeMap<String, String>> {
     #[derive(serde::Deserialize)]
     struct KvTable {
         table: std::collections::BTreeMap<String, String>,
     }
     let ask = async {
-        let c = sdk::connect(addr.parse().ok()?).await.ok()?;
+        let c = conn.connect(addr.parse().ok()?).await.ok()?;
         let resp = sdk::call(
             &c,
             RemotingCommand::request(RequestCode::GetBrokerRuntimeInfo),
@@ -341,16 +361,16 @@ async fn runtime_info(addr: &str) -> Option<std::collections::BTreeMap<String, S
 }
 
 /// Asks the broker for a clean pass now; returns its report (JSON).
-pub async fn clean(broker: SocketAddr) -> Result<String, SdkError> {
-    let c = sdk::connect(broker).await?;
+pub async fn clean(conn: &Connector, broker: SocketAddr) -> Result<String, SdkError> {
+    let c = conn.connect(broker).await?;
     let req = RemotingCommand::request(RequestCode::DeleteExpiredCommitlog);
     let resp = sdk::call(&c, req).await?;
     Ok(String::from_utf8_lossy(resp.body.as_deref().unwrap_or_default()).into_owned() + "\n")
 }
 
 /// The broker's effective configuration, `key=value` lines.
-pub async fn broker_config(broker: SocketAddr) -> Result<String, SdkError> {
-    let c = sdk::connect(broker).await?;
+pub async fn broker_config(conn: &Connector, broker: SocketAddr) -> Result<String, SdkError> {
+    let c = conn.connect(broker).await?;
     let resp = sdk::call(&c, RemotingCommand::request(RequestCode::GetBrokerConfig)).await?;
     Ok(String::from_utf8_lossy(resp.body.as_deref().unwrap_or_default()).into_owned() + "\n")
 }

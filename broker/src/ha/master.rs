@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
@@ -40,6 +40,8 @@ pub struct MasterShared {
     pub appended: Arc<Notify>,
     /// Timings and sizes.
     pub settings: HaSettings,
+    /// TLS on the port, as on the broker's (`None`: plain only).
+    pub tls: Option<Arc<crate::remoting::tls::TlsServer>>,
 }
 
 /// Accepts slaves on `listener` until `cancel`, each connection tracked by
@@ -75,16 +77,45 @@ pub async fn serve(
     }
 }
 
-/// One slave: its reports read on one task, the stream written on this one.
+/// One slave, over TLS when the port says so.
 async fn connection(
     stream: TcpStream,
     peer: SocketAddr,
     shared: MasterShared,
     cancel: CancellationToken,
 ) {
+    use crate::remoting::tls::Accepted;
+    let Some(tls) = shared.tls.clone() else {
+        return stream_to(stream.into_split(), peer, shared, cancel).await;
+    };
+    let accepted = tokio::select! {
+        biased;
+        () = cancel.cancelled() => return,
+        a = tls.accept(stream, peer) => a,
+    };
+    match accepted {
+        Ok(Accepted::Plain(stream)) => stream_to(stream.into_split(), peer, shared, cancel).await,
+        Ok(Accepted::Tls(stream)) => {
+            stream_to(tokio::io::split(*stream), peer, shared, cancel).await;
+        }
+        Err(why) => {
+            tracing::warn!(%peer, reason = %why, "slave connection closed before its first report")
+        }
+    }
+}
+
+/// One slave: its reports read on one task, the stream written on this one.
+async fn stream_to<R, W>(
+    (read, write): (R, W),
+    peer: SocketAddr,
+    shared: MasterShared,
+    cancel: CancellationToken,
+) where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let slave = peer.to_string();
     shared.acks.slave_connected(&slave);
-    let (read, write) = stream.into_split();
     let (first_tx, first_rx) = watch::channel(None);
     let reader = tokio::spawn(read_reports(
         read,
@@ -102,8 +133,8 @@ async fn connection(
 
 /// Reads the slave's reports: the first says where to start, every one
 /// acknowledges what the slave has.
-async fn read_reports(
-    mut read: OwnedReadHalf,
+async fn read_reports<R: AsyncRead + Unpin>(
+    mut read: R,
     peer: SocketAddr,
     shared: MasterShared,
     first: watch::Sender<Option<i64>>,
@@ -157,8 +188,8 @@ async fn read_reports(
 }
 
 /// Streams the CommitLog to the slave; returns why it stopped.
-async fn write_stream(
-    mut write: OwnedWriteHalf,
+async fn write_stream<W: AsyncWrite + Unpin>(
+    mut write: W,
     peer: SocketAddr,
     shared: &MasterShared,
     mut first: watch::Receiver<Option<i64>>,
@@ -223,7 +254,9 @@ async fn write_stream(
             let n = body.len() as u64;
             let sent = async {
                 write.write_all(&header.encode()).await?;
-                write.write_all(&body).await
+                write.write_all(&body).await?;
+                // TLS holds what it encrypted until flushed.
+                write.flush().await
             };
             tokio::select! {
                 biased;

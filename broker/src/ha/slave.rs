@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -59,11 +59,13 @@ enum Ended {
 
 /// Follows the master at the address `master` holds (none: wait) until
 /// `cancel`.
+/// Over TLS when `tls` is given (the broker's `tlsEnable`, or enforcing).
 pub async fn follow(
     store: Arc<MessageStore>,
     mut master: watch::Receiver<Option<String>>,
     settings: HaSettings,
     link: Arc<SlaveLink>,
+    tls: Option<rmq_client::TlsClient>,
     cancel: CancellationToken,
 ) {
     loop {
@@ -78,7 +80,16 @@ pub async fn follow(
                 continue;
             }
             Some(addr) => {
-                let ended = session(&store, &addr, &mut master, settings, &link, &cancel).await;
+                let ended = session(
+                    &store,
+                    &addr,
+                    tls.as_ref(),
+                    &mut master,
+                    settings,
+                    &link,
+                    &cancel,
+                )
+                .await;
                 link.set(None);
                 ended
             }
@@ -108,34 +119,83 @@ async fn address_changed(master: &mut watch::Receiver<Option<String>>) {
     }
 }
 
-/// One connection: report, then store frames and report as they come.
+/// One connection, plain or TLS.
 async fn session(
+    store: &MessageStore,
+    addr: &str,
+    tls: Option<&rmq_client::TlsClient>,
+    master: &mut watch::Receiver<Option<String>>,
+    settings: HaSettings,
+    link: &SlaveLink,
+    cancel: &CancellationToken,
+) -> Ended {
+    let timed_out = || {
+        Ended::Io(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("connect to {addr} took over {CONNECT_TIMEOUT:?}"),
+        ))
+    };
+    let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Ended::Io(e),
+        Err(_) => return timed_out(),
+    };
+    let _ = stream.set_nodelay(true);
+    let Some(tls) = tls else {
+        return exchange(
+            stream.into_split(),
+            store,
+            addr,
+            master,
+            settings,
+            link,
+            cancel,
+        )
+        .await;
+    };
+    let peer = match stream.peer_addr() {
+        Ok(p) => p,
+        Err(e) => return Ended::Io(e),
+    };
+    match tokio::time::timeout(CONNECT_TIMEOUT, tls.handshake(stream, peer)).await {
+        Ok(Ok(s)) => {
+            exchange(
+                tokio::io::split(s),
+                store,
+                addr,
+                master,
+                settings,
+                link,
+                cancel,
+            )
+            .await
+        }
+        Ok(Err(e)) => Ended::Io(e),
+        Err(_) => timed_out(),
+    }
+}
+
+/// Report, then store frames and report as they come.
+async fn exchange<R, W>(
+    (mut read, mut write): (R, W),
     store: &MessageStore,
     addr: &str,
     master: &mut watch::Receiver<Option<String>>,
     settings: HaSettings,
     link: &SlaveLink,
     cancel: &CancellationToken,
-) -> Ended {
-    let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Ended::Io(e),
-        Err(_) => {
-            return Ended::Io(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!("connect to {addr} took over {CONNECT_TIMEOUT:?}"),
-            ))
-        }
-    };
-    let _ = stream.set_nodelay(true);
-    let (mut read, mut write) = stream.into_split();
+) -> Ended
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
     tracing::info!(
         master = addr,
         offset = store.max_phy_offset(),
         "following the master"
     );
     let mut reported = store.max_phy_offset();
-    if let Err(e) = write.write_all(&encode_report(reported)).await {
+    if let Err(e) = send_report(&mut write, reported).await {
         return e.into();
     }
     link.set(Some(addr));
@@ -151,7 +211,7 @@ async fn session(
             () = address_changed(master) => return Ended::AddressChanged,
             _ = heartbeat.tick() => {
                 reported = store.max_phy_offset();
-                if let Err(e) = write.write_all(&encode_report(reported)).await {
+                if let Err(e) = send_report(&mut write, reported).await {
                     return e.into();
                 }
             }
@@ -171,13 +231,20 @@ async fn session(
                 let end = store.max_phy_offset();
                 if end > reported {
                     reported = end;
-                    if let Err(e) = write.write_all(&encode_report(reported)).await {
+                    if let Err(e) = send_report(&mut write, reported).await {
                         return e.into();
                     }
                 }
             }
         }
     }
+}
+
+/// Writes one report and flushes it (TLS holds what it encrypted until
+/// flushed).
+async fn send_report<W: AsyncWrite + Unpin>(write: &mut W, offset: i64) -> std::io::Result<()> {
+    write.write_all(&encode_report(offset)).await?;
+    write.flush().await
 }
 
 /// Stores every complete frame at the front of `buf` and removes it.

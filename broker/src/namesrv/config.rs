@@ -29,6 +29,8 @@ pub struct NamesrvOptions {
     /// signed by an admin account of this ACL (Java's NameServer checks
     /// nothing).
     pub acl: Option<std::sync::Arc<crate::acl::Acl>>,
+    /// TLS on the port (`None`: plain only).
+    pub tls: Option<std::sync::Arc<crate::remoting::tls::TlsServer>>,
 }
 
 impl NamesrvOptions {
@@ -38,6 +40,7 @@ impl NamesrvOptions {
             expiry_ms,
             dir: None,
             acl: None,
+            tls: None,
         }
     }
 
@@ -213,6 +216,7 @@ mod tests {
             expiry_ms: 120_000,
             dir: Some(dir.path().to_owned()),
             acl: None,
+            tls: None,
         };
         let c = NamesrvConfig::open(&options);
         c.set_listen_port(9876);

@@ -21,7 +21,7 @@ use super::kv::KvConfig;
 use super::processor::NameServerHandler;
 use super::route::RouteInfoManager;
 use crate::error::MetaError;
-use crate::remoting::{serve, Connection, RequestHandler, ServerOptions};
+use crate::remoting::{serve_tls, Connection, RequestHandler, ServerOptions};
 
 /// Default of `namesrvBrokerExpiry`: a broker not heard from for this long
 /// is dropped (brokers re-register every 30 s, so this is four missed
@@ -68,10 +68,11 @@ impl NameServer {
         let addr = listener.local_addr()?;
         let server = Arc::new(Self::new(clock, options).map_err(io::Error::other)?);
         server.handler.config().set_listen_port(addr.port());
-        tracker.spawn(serve(
+        tracker.spawn(serve_tls(
             listener,
             Arc::new(OneRegistrationAtATime::new(Arc::clone(&server.handler))),
             ServerOptions::default(),
+            options.tls.clone(),
             cancel.clone(),
             tracker.clone(),
         ));
@@ -261,7 +262,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let held = Arc::new(Held::default());
         let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
-        tokio::spawn(serve(
+        tokio::spawn(crate::remoting::serve(
             listener,
             Arc::new(OneRegistrationAtATime::new(Arc::clone(&held))),
             ServerOptions::default(),

@@ -5,9 +5,10 @@
 mod frame;
 pub mod limits;
 pub mod server;
+pub mod tls;
 mod writer;
 
-pub use server::{serve, ConnId, Connection, RequestHandler, ServerOptions};
+pub use server::{serve, serve_tls, ConnId, Connection, RequestHandler, ServerOptions};
 
 #[cfg(test)]
 mod server_tests;

@@ -15,8 +15,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::StreamExt;
 use rmq_common::remoting::RemotingCommand;
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedReadHalf;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::codec::FramedRead;
@@ -25,6 +24,7 @@ use tokio_util::task::TaskTracker;
 
 use super::frame::{Event, FrameError, GuardedCodec, UnfinishedBudget};
 use super::limits::{ConnectionCaps, ConnectionSlot, RefusalLogs};
+use super::tls::{Accepted, TlsServer};
 use super::writer::{queued_size, FrameBatch, Queued};
 
 /// Identifies a connection for the server's lifetime.
@@ -252,6 +252,7 @@ pub async fn accept_until(
 #[derive(Debug)]
 struct Shared {
     options: ServerOptions,
+    tls: Option<Arc<TlsServer>>,
     caps: Arc<ConnectionCaps>,
     /// Budget of bytes of frames still arriving, over all connections.
     unfinished: UnfinishedBudget,
@@ -267,7 +268,20 @@ pub async fn serve<H: RequestHandler>(
     cancel: CancellationToken,
     tracker: TaskTracker,
 ) {
+    serve_tls(listener, handler, options, None, cancel, tracker).await;
+}
+
+/// [`serve`], with TLS on the port as `tls` says (`None`: plain only).
+pub async fn serve_tls<H: RequestHandler>(
+    listener: TcpListener,
+    handler: Arc<H>,
+    options: ServerOptions,
+    tls: Option<Arc<TlsServer>>,
+    cancel: CancellationToken,
+    tracker: TaskTracker,
+) {
     let shared = Arc::new(Shared {
+        tls,
         options,
         caps: ConnectionCaps::new(options.max_connections, options.max_connections_per_address),
         unfinished: UnfinishedBudget::new(options.max_unfinished_frame_bytes),
@@ -297,12 +311,12 @@ pub async fn serve<H: RequestHandler>(
 /// them waits behind the others.
 const MAX_RESPONSES_PER_WRITE: usize = 64;
 
-type Frames = FramedRead<OwnedReadHalf, GuardedCodec>;
+type Frames<R> = FramedRead<R, GuardedCodec>;
 
 /// The next decoder event, or `None` once the connection should close
 /// (end of stream, cancel, idle, or a bad frame, logged).
-async fn next_event(
-    frames: &mut Frames,
+async fn next_event<R: AsyncRead + Unpin>(
+    frames: &mut Frames<R>,
     peer: SocketAddr,
     shared: &Shared,
     cancel: &CancellationToken,
@@ -341,8 +355,47 @@ async fn connection<H: RequestHandler>(
     cancel: CancellationToken,
     tracker: TaskTracker,
 ) {
+    let Some(tls) = shared.tls.clone() else {
+        let (read_half, write_half) = stream.into_split();
+        let io = (read_half, write_half);
+        return serve_connection(io, peer, handler, shared, slot, cancel, tracker).await;
+    };
+    let accepted = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return,
+        a = tls.accept(stream, peer) => a,
+    };
+    match accepted {
+        Ok(Accepted::Plain(stream)) => {
+            let io = stream.into_split();
+            serve_connection(io, peer, handler, shared, slot, cancel, tracker).await;
+        }
+        Ok(Accepted::Tls(stream)) => {
+            let io = tokio::io::split(*stream);
+            serve_connection(io, peer, handler, shared, slot, cancel, tracker).await;
+        }
+        Err(why) => {
+            if let Some(suppressed) = shared.logs.accept.allow() {
+                tracing::warn!(%peer, mode = ?tls.mode(), reason = %why, suppressed, "connection closed before any request");
+            }
+        }
+    }
+}
+
+async fn serve_connection<H, R, W>(
+    (read_half, mut write_half): (R, W),
+    peer: SocketAddr,
+    handler: Arc<H>,
+    shared: Arc<Shared>,
+    slot: ConnectionSlot,
+    cancel: CancellationToken,
+    tracker: TaskTracker,
+) where
+    H: RequestHandler,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let options = shared.options;
-    let (read_half, mut write_half) = stream.into_split();
     let mut frames = FramedRead::new(
         read_half,
         GuardedCodec::new(

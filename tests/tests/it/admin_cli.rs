@@ -17,9 +17,13 @@ async fn admin_commands_print_what_the_broker_holds() {
         .unwrap();
     let (b, ns) = (broker.addr(), broker.namesrv_addr().unwrap());
 
-    let out = admin::topic_create(b, "Adm", 3, 6).await.unwrap();
+    let out = admin::topic_create(&rmq_client::Connector::new(), b, "Adm", 3, 6)
+        .await
+        .unwrap();
     assert!(out.contains("Adm") && out.contains("3 queues"), "{out}");
-    let list = admin::topic_list(b).await.unwrap();
+    let list = admin::topic_list(&rmq_client::Connector::new(), b)
+        .await
+        .unwrap();
     assert!(
         list.lines()
             .any(|l| l.starts_with("Adm ") && l.contains(" 3 ")),
@@ -44,7 +48,9 @@ async fn admin_commands_print_what_the_broker_holds() {
     // Wait (bounded) until dispatch made all seven visible.
     let deadline = Instant::now() + Duration::from_secs(10);
     let status = loop {
-        let s = admin::topic_status(b, "Adm").await.unwrap();
+        let s = admin::topic_status(&rmq_client::Connector::new(), b, "Adm")
+            .await
+            .unwrap();
         if s.contains("             3")
             && s.lines().filter(|l| l.trim_end().ends_with(" 2")).count() == 2
         {
@@ -69,20 +75,30 @@ async fn admin_commands_print_what_the_broker_holds() {
     )
     .await
     .unwrap();
-    let progress = admin::consumer_progress(b, "cg", "Adm").await.unwrap();
+    let progress = admin::consumer_progress(&rmq_client::Connector::new(), b, "cg", "Adm")
+        .await
+        .unwrap();
     assert!(progress.contains("total lag: 6"), "{progress}");
 
-    let by_key = admin::query_key(b, "Adm", "order-4").await.unwrap();
+    let by_key = admin::query_key(&rmq_client::Connector::new(), b, "Adm", "order-4")
+        .await
+        .unwrap();
     assert!(by_key.contains("body=\"hello-4\""), "{by_key}");
-    let by_id = admin::query_id(&last.unwrap().msg_id).await.unwrap();
+    let by_id = admin::query_id(&rmq_client::Connector::new(), &last.unwrap().msg_id)
+        .await
+        .unwrap();
     assert!(by_id.contains("body=\"hello-6\""), "{by_id}");
 
-    let cluster = admin::cluster_list(ns).await.unwrap();
+    let cluster = admin::cluster_list(&rmq_client::Connector::new(), ns)
+        .await
+        .unwrap();
     assert!(
         cluster.contains("DefaultCluster") && cluster.contains(&b.to_string()),
         "{cluster}"
     );
-    let config = admin::broker_config(b).await.unwrap();
+    let config = admin::broker_config(&rmq_client::Connector::new(), b)
+        .await
+        .unwrap();
     assert!(config.contains("consumeQueueStore=rocksdb"), "{config}");
     assert!(config.contains("brokerName=broker-a"));
     broker.shutdown().await;

@@ -26,12 +26,16 @@ async fn rmq_admin_and_rmq_bench_drive_apache_broker_4_9_7() {
     let b = apache::local(port);
 
     // rmq-admin topic create / list (the CLI prints what these return).
-    let out = admin::topic_create(b, "ApacheAdm", 3, 6).await.unwrap();
+    let out = admin::topic_create(&rmq_client::Connector::new(), b, "ApacheAdm", 3, 6)
+        .await
+        .unwrap();
     assert!(
         out.contains("ApacheAdm") && out.contains("3 queues"),
         "{out}"
     );
-    let list = admin::topic_list(b).await.unwrap();
+    let list = admin::topic_list(&rmq_client::Connector::new(), b)
+        .await
+        .unwrap();
     assert!(
         list.lines()
             .any(|l| l.starts_with("ApacheAdm ") && l.contains(" 3 ")),
@@ -69,7 +73,9 @@ async fn rmq_admin_and_rmq_bench_drive_apache_broker_4_9_7() {
     assert_eq!((r.sent, r.send_errors), (2000, 0));
     assert_eq!((r.received, r.consume_errors), (2000, 0));
     // The Java broker's own count of the topic agrees.
-    let status = admin::topic_status(b, "ApacheBench-0").await.unwrap();
+    let status = admin::topic_status(&rmq_client::Connector::new(), b, "ApacheBench-0")
+        .await
+        .unwrap();
     let max: i64 = status
         .lines()
         .skip(1)

@@ -82,7 +82,9 @@ async fn groups_notifications_and_heartbeat_subscriptions() {
         .unwrap();
     assert_eq!(note.code, i32::from(RequestCode::NotifyConsumerIdsChanged));
     // The retry topic of the group exists now.
-    let topics = rmq_tools::admin::topic_list(broker.addr()).await.unwrap();
+    let topics = rmq_tools::admin::topic_list(&rmq_client::Connector::new(), broker.addr())
+        .await
+        .unwrap();
     assert!(topics.contains("%RETRY%cg"), "{topics}");
 
     // A second member joins: the first is told to rebalance.

@@ -394,7 +394,9 @@ async fn broker_registers_with_a_standalone_namesrv_over_tcp() {
     let broker = Broker::start(settings).await.unwrap();
     assert!(broker.namesrv_addr().is_none(), "no embedded NameServer");
     // Registration happened before start returned.
-    let cluster = rmq_tools::admin::cluster_list(ns.addr()).await.unwrap();
+    let cluster = rmq_tools::admin::cluster_list(&rmq_client::Connector::new(), ns.addr())
+        .await
+        .unwrap();
     assert!(
         cluster.contains("broker-remote") && cluster.contains(&broker.addr().to_string()),
         "{cluster}"

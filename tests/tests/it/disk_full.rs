@@ -80,7 +80,7 @@ async fn protocol(backend: CqBackend) {
     let disk = FakeDisk::new(0.5);
     store.set_disk_usage(disk.clone());
     let c = sdk::connect(broker.addr()).await.unwrap();
-    rmq_tools::admin::topic_create(broker.addr(), TOPIC, 1, 6)
+    rmq_tools::admin::topic_create(&rmq_client::Connector::new(), broker.addr(), TOPIC, 1, 6)
         .await
         .unwrap();
     let msg = |b: &str| OutMessage {

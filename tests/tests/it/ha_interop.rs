@@ -80,7 +80,9 @@ async fn slave_of_apache(backend: CqBackend) {
         &format!("brokerId=0\nbrokerRole=ASYNC_MASTER\n{SEGMENT}"),
     );
     let m = apache::local(port);
-    admin::topic_create(m, TOPIC, 2, 6).await.unwrap();
+    admin::topic_create(&rmq_client::Connector::new(), m, TOPIC, 2, 6)
+        .await
+        .unwrap();
     let c = sdk::connect(m).await.unwrap();
     let mut bodies = Vec::new();
     for i in 0..40 {

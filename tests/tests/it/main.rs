@@ -41,4 +41,5 @@ mod store_read_path;
 mod store_recovery;
 mod store_segments;
 mod store_switch;
+mod tls;
 mod transactions;

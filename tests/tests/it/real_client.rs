@@ -187,9 +187,10 @@ async fn ali_ons_retry_and_dlq(backend: CqBackend) {
         run.report(&format!("retry ({backend})"))
     );
     let dlq = format!("%DLQ%{group}");
-    let out = rmq_tools::admin::read_queue(broker.addr(), &dlq, 0, 0, 10)
-        .await
-        .unwrap();
+    let out =
+        rmq_tools::admin::read_queue(&rmq_client::Connector::new(), broker.addr(), &dlq, 0, 0, 10)
+            .await
+            .unwrap();
     let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("topic=")).collect();
     assert_eq!(lines.len(), 1, "{out}");
     assert!(
@@ -243,7 +244,7 @@ async fn ali_ons_fails_over_when_a_broker_dies() {
         ("ons-c", CqBackend::File),
     ] {
         let b = cluster.broker(&dir.path().join(name), name, backend).await;
-        rmq_tools::admin::topic_create(b.addr(), topic, 4, 6)
+        rmq_tools::admin::topic_create(&rmq_client::Connector::new(), b.addr(), topic, 4, 6)
             .await
             .unwrap();
         b.registrar().unwrap().register_now().await.unwrap();

@@ -162,7 +162,9 @@ async fn follows(master_backend: CqBackend, slave_backend: CqBackend) {
     }
     // rmq-admin's cluster view names each role, and the slave's lag.
     let ns = m.namesrv_addr().unwrap();
-    let cluster = rmq_tools::admin::cluster_list(ns).await.unwrap();
+    let cluster = rmq_tools::admin::cluster_list(&rmq_client::Connector::new(), ns)
+        .await
+        .unwrap();
     let row = |id: &str| -> Vec<String> {
         cluster
             .lines()

@@ -178,7 +178,7 @@ async fn over_the_protocol(backend: CqBackend) {
     s.store.clean_resource_interval_ms = 3_600_000;
     let broker = Broker::start(s).await.unwrap();
     let c = sdk::connect(broker.addr()).await.unwrap();
-    rmq_tools::admin::topic_create(broker.addr(), TOPIC, 1, 6)
+    rmq_tools::admin::topic_create(&rmq_client::Connector::new(), broker.addr(), TOPIC, 1, 6)
         .await
         .unwrap();
     for i in 0..400 {
@@ -193,7 +193,9 @@ async fn over_the_protocol(backend: CqBackend) {
     }
     let store = &broker.context().store;
     wait_dispatched(store);
-    let report = rmq_tools::admin::clean(broker.addr()).await.unwrap();
+    let report = rmq_tools::admin::clean(&rmq_client::Connector::new(), broker.addr())
+        .await
+        .unwrap();
     let v: serde_json::Value = serde_json::from_str(&report).unwrap();
     assert!(v["deleted"].as_u64().unwrap() >= 1, "{report}");
     let min = store.min_offset_in_queue(TOPIC, 0).unwrap();

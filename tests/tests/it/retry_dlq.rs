@@ -191,9 +191,16 @@ async fn send_back_retries_then_dead_letters(backend: CqBackend) {
         dlq.messages[0].properties.get(property::DELAY_TIME_LEVEL),
         None
     );
-    let out = admin::read_queue(broker.addr(), "%DLQ%RetryGroup", 0, 0, 10)
-        .await
-        .unwrap();
+    let out = admin::read_queue(
+        &rmq_client::Connector::new(),
+        broker.addr(),
+        "%DLQ%RetryGroup",
+        0,
+        0,
+        10,
+    )
+    .await
+    .unwrap();
     assert!(
         out.contains("body=\"fail me\"")
             && out.contains("reconsumeTimes=3")

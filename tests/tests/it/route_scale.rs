@@ -95,10 +95,18 @@ async fn three_brokers_fifty_thousand_topics_expiry_and_failover() {
     for ((name, count, backend), dir) in SPREAD.iter().zip(&dirs) {
         let b = cluster.broker(dir.path(), name, *backend).await;
         let started = Instant::now();
-        admin::topic_create_many(b.addr(), &prefix(name), *count, 4)
+        admin::topic_create_many(
+            &rmq_client::Connector::new(),
+            b.addr(),
+            &prefix(name),
+            *count,
+            4,
+        )
+        .await
+        .unwrap();
+        admin::topic_create(&rmq_client::Connector::new(), b.addr(), SHARED, 4, 6)
             .await
             .unwrap();
-        admin::topic_create(b.addr(), SHARED, 4, 6).await.unwrap();
         b.registrar().unwrap().register_now().await.unwrap();
         eprintln!(
             "{name}: {count} topics created and registered in {:?}; body {:?}",

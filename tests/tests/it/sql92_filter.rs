@@ -38,7 +38,7 @@ async fn start(backend: CqBackend, enable: bool) -> (tempfile::TempDir, Broker, 
     let mut settings = broker_settings(&dir.path().join("store"), backend);
     settings.broker.enable_property_filter = enable;
     let broker = Broker::start(settings).await.unwrap();
-    rmq_tools::admin::topic_create(broker.addr(), TOPIC, 1, 6)
+    rmq_tools::admin::topic_create(&rmq_client::Connector::new(), broker.addr(), TOPIC, 1, 6)
         .await
         .unwrap();
     let client = sdk::connect(broker.addr()).await.unwrap();

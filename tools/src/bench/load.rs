@@ -83,7 +83,8 @@ pub async fn run(
 ) -> anyhow::Result<LoadReport> {
     spec.validate().map_err(anyhow::Error::msg)?;
     for topic in spec.topic_names() {
-        crate::admin::topic_create(addr, &topic, spec.queues, 6).await?;
+        crate::admin::topic_create(&rmq_client::Connector::new(), addr, &topic, spec.queues, 6)
+            .await?;
     }
     let targets = spec.targets();
     // Where each queue ends: its max offset, and past the warm-up message

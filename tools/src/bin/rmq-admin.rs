@@ -16,6 +16,26 @@ struct Args {
     /// NameServer address.
     #[arg(long, default_value = "127.0.0.1:9876", global = true)]
     namesrv: SocketAddr,
+    /// Connect with TLS (the server's certificate is taken as it is unless
+    /// --tls-ca is given).
+    #[arg(long, global = true)]
+    tls: bool,
+    /// CA the server's certificate must chain to (implies --tls).
+    #[arg(long, global = true)]
+    tls_ca: Option<std::path::PathBuf>,
+    /// ACL access key to sign requests with (a broker with aclEnable).
+    #[arg(long, env = "RMQ_ACCESS_KEY", global = true, requires = "secret_key")]
+    access_key: Option<String>,
+    /// ACL secret key (prefer the environment variable: arguments are
+    /// visible to other users of the machine).
+    #[arg(
+        long,
+        env = "RMQ_SECRET_KEY",
+        global = true,
+        hide_env_values = true,
+        requires = "access_key"
+    )]
+    secret_key: Option<String>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -111,38 +131,56 @@ enum TopicCmd {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    let tls = (args.tls || args.tls_ca.is_some())
+        .then(|| {
+            rmq_client::TlsClient::new(&rmq_client::TlsClientOptions {
+                trust_cert_path: args.tls_ca.clone(),
+                ..Default::default()
+            })
+        })
+        .transpose()?;
+    let credentials = args
+        .access_key
+        .clone()
+        .zip(args.secret_key.clone())
+        .map(|(ak, sk)| rmq_common::acl::Credentials::new(ak, sk));
+    let conn = &rmq_client::Connector::new()
+        .with_tls(tls)
+        .with_credentials(credentials);
     let out = match args.cmd {
         Cmd::Topic(TopicCmd::Create {
             topic,
             queues,
             perm,
-        }) => admin::topic_create(args.broker, &topic, queues, perm).await?,
+        }) => admin::topic_create(conn, args.broker, &topic, queues, perm).await?,
         Cmd::Topic(TopicCmd::CreateMany {
             prefix,
             count,
             queues,
-        }) => admin::topic_create_many(args.broker, &prefix, count, queues).await?,
-        Cmd::Topic(TopicCmd::List) => admin::topic_list(args.broker).await?,
-        Cmd::Topic(TopicCmd::Status { topic }) => admin::topic_status(args.broker, &topic).await?,
-        Cmd::Progress { group, topic } => {
-            admin::consumer_progress(args.broker, &group, &topic).await?
+        }) => admin::topic_create_many(conn, args.broker, &prefix, count, queues).await?,
+        Cmd::Topic(TopicCmd::List) => admin::topic_list(conn, args.broker).await?,
+        Cmd::Topic(TopicCmd::Status { topic }) => {
+            admin::topic_status(conn, args.broker, &topic).await?
         }
-        Cmd::Query { id: Some(id), .. } => admin::query_id(&id).await?,
+        Cmd::Progress { group, topic } => {
+            admin::consumer_progress(conn, args.broker, &group, &topic).await?
+        }
+        Cmd::Query { id: Some(id), .. } => admin::query_id(conn, &id).await?,
         Cmd::Query {
             topic: Some(topic),
             key: Some(key),
             ..
-        } => admin::query_key(args.broker, &topic, &key).await?,
+        } => admin::query_key(conn, args.broker, &topic, &key).await?,
         Cmd::Query { .. } => anyhow::bail!("query needs --id, or --topic and --key"),
         Cmd::Read {
             topic,
             queue,
             offset,
             count,
-        } => admin::read_queue(args.broker, &topic, queue, offset, count).await?,
-        Cmd::Cluster => admin::cluster_list(args.namesrv).await?,
-        Cmd::Clean => admin::clean(args.broker).await?,
-        Cmd::Config => admin::broker_config(args.broker).await?,
+        } => admin::read_queue(conn, args.broker, &topic, queue, offset, count).await?,
+        Cmd::Cluster => admin::cluster_list(conn, args.namesrv).await?,
+        Cmd::Clean => admin::clean(conn, args.broker).await?,
+        Cmd::Config => admin::broker_config(conn, args.broker).await?,
     };
     print!("{out}");
     Ok(())
