@@ -32,7 +32,7 @@ accounts:
     admin: true
 ";
 
-async fn start(root: &Path, backend: CqBackend) -> Broker {
+pub(crate) async fn start(root: &Path, backend: CqBackend) -> Broker {
     let file = root.join("plain_acl.yml");
     std::fs::write(&file, FILE).unwrap();
     let mut s = rmq_tests::broker_settings(&root.join("store"), backend);
@@ -46,14 +46,14 @@ async fn start(root: &Path, backend: CqBackend) -> Broker {
     Broker::start(s).await.unwrap()
 }
 
-async fn client(b: &Broker, ak: &str, sk: &str) -> RemotingClient {
+pub(crate) async fn client(b: &Broker, ak: &str, sk: &str) -> RemotingClient {
     sdk::connect(b.addr())
         .await
         .unwrap()
         .with_credentials(Credentials::new(ak, sk))
 }
 
-fn create_topic(topic: &str) -> RemotingCommand {
+pub(crate) fn create_topic(topic: &str) -> RemotingCommand {
     sdk::request(
         RequestCode::UpdateAndCreateTopic,
         &[
@@ -74,7 +74,7 @@ fn msg() -> OutMessage {
 }
 
 /// The send's response code (an SDK refusal carries it in its text).
-async fn send_code(c: &RemotingClient, topic: &str) -> i32 {
+pub(crate) async fn send_code(c: &RemotingClient, topic: &str) -> i32 {
     match sdk::send(c, SendCode::V2, "p", topic, 0, &[msg()]).await {
         Ok(r) => r.code,
         Err(sdk::SdkError::Refused { code, .. }) => code,

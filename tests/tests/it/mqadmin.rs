@@ -555,3 +555,108 @@ async fn mqadmin_file() {
 async fn mqadmin_rocksdb() {
     mqadmin_commands(CqBackend::Rocksdb).await;
 }
+
+/// mqadmin's ACL commands against a broker with `aclEnable`, signed with
+/// the admin account of `$ROCKETMQ_HOME/conf/tools.yml`: an account created
+/// (`updateAclConfig`) is written to the file and signs at once, the
+/// version is listed (`clusterAclConfigVersion`), the global white list is
+/// replaced (`updateGlobalWhiteAddr`), the account deleted
+/// (`deleteAclConfig`) stops; without tools.yml every one is refused and
+/// the file is left as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mqadmin_acl_commands() {
+    java::require_java_and_jars(Client::V4);
+    let dir = tempfile::tempdir().unwrap();
+    let b = crate::acl::start(dir.path(), CqBackend::File).await;
+    let admin = Admin::new(b.namesrv_addr().unwrap());
+    let addr = b.addr().to_string();
+    let acl_file = dir.path().join("plain_acl.yml");
+
+    // Unsigned (no tools.yml): refused, nothing written.
+    let before = std::fs::read_to_string(&acl_file).unwrap();
+    let run = admin
+        .run(&[
+            "updateAclConfig",
+            "-b",
+            &addr,
+            "-a",
+            "mqadminUser",
+            "-s",
+            "mqadminSecret",
+        ])
+        .await;
+    assert!(
+        !run.stdout.contains("success") && run.stderr.contains("CODE: 16"),
+        "{}",
+        run.report("unsigned updateAclConfig")
+    );
+    assert_eq!(std::fs::read_to_string(&acl_file).unwrap(), before);
+
+    std::fs::write(
+        admin.home.path().join("conf/tools.yml"),
+        "accessKey: rocketmq2\nsecretKey: 87654321\n",
+    )
+    .unwrap();
+    admin
+        .expect(
+            &[
+                "updateAclConfig",
+                "-b",
+                &addr,
+                "-a",
+                "mqadminUser",
+                "-s",
+                "mqadminSecret",
+                "-i",
+                "DENY",
+                "-u",
+                "SUB",
+                "-t",
+                "Allowed=PUB|SUB",
+            ],
+            &["create or update plain access config to", "success"],
+        )
+        .await;
+    // mqadmin 4.9.8 has no getAclConfig (4.9.7's printed secrets): the file.
+    let file = std::fs::read_to_string(&acl_file).unwrap();
+    assert!(
+        file.contains("mqadminUser") && file.contains("Allowed=PUB|SUB"),
+        "{file}"
+    );
+    admin
+        .expect(
+            &["clusterAclConfigVersion", "-b", &addr],
+            &["get broker's plain access config version success"],
+        )
+        .await;
+    let user = crate::acl::client(&b, "mqadminUser", "mqadminSecret").await;
+    assert_eq!(crate::acl::send_code(&user, "Allowed").await, 0);
+    assert_eq!(crate::acl::send_code(&user, "Other").await, 16);
+
+    admin
+        .expect(
+            &[
+                "updateGlobalWhiteAddr",
+                "-b",
+                &addr,
+                "-g",
+                "10.10.103.*,192.168.0.*",
+                "-p",
+                &acl_file.to_string_lossy(),
+            ],
+            &["update global white remote addresses to", "success"],
+        )
+        .await;
+    let file = std::fs::read_to_string(&acl_file).unwrap();
+    assert!(file.contains("10.10.103.*"), "{file}");
+    admin
+        .expect(
+            &["deleteAclConfig", "-b", &addr, "-a", "mqadminUser"],
+            &["delete plain access config account from", "success"],
+        )
+        .await;
+    let file = std::fs::read_to_string(&acl_file).unwrap();
+    assert!(!file.contains("mqadminUser"), "{file}");
+    assert_eq!(crate::acl::send_code(&user, "Allowed").await, 16);
+    b.shutdown().await;
+}
