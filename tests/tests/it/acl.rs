@@ -30,6 +30,13 @@ accounts:
   - accessKey: rocketmq2
     secretKey: 87654321
     admin: true
+  - accessKey: outside1
+    secretKey: outsideSecret
+    whiteRemoteAddress: 10.10.103.*
+    defaultTopicPerm: PUB
+  - accessKey: inside01
+    secretKey: insideSecret
+    whiteRemoteAddress: 127.0.0.1
 ";
 
 pub(crate) async fn start(root: &Path, backend: CqBackend) -> Broker {
@@ -308,6 +315,10 @@ async fn java_client_signs_and_is_checked() {
         "RocketMQ",
         "--user-secret",
         "12345678",
+        "--outside-key",
+        "outside1",
+        "--inside-key",
+        "inside01",
         "--timeout-ms",
         "90000",
     ]

@@ -19,10 +19,14 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  * The stock client with {@link AclClientRPCHook} against a broker with
  * aclEnable: the admin account creates the topics, the user account sends
  * and consumes; a wrong secret, an unknown key, a DENY topic and a
- * non-admin topic create are each refused with NO_PERMISSION (16).
+ * non-admin topic create are each refused with NO_PERMISSION (16), and
+ * so is a wrong secret from outside an account's white address, while one
+ * from inside it is taken (as RocketMQ's whiteRemoteAddress does).
  *
  * <p>Arguments: {@code --admin-key/--admin-secret} and
- * {@code --user-key/--user-secret}; topic {@code Allowed} (the user may
+ * {@code --user-key/--user-secret}, {@code --outside-key} (an account
+ * white-listed elsewhere) and {@code --inside-key} (one white-listed on
+ * 127.0.0.1); topic {@code Allowed} (the user may
  * PUB|SUB) and {@code Denied} (DENY).
  */
 final class AclScenario {
@@ -63,6 +67,21 @@ final class AclScenario {
         refused(env, "wrong secret", hook(env.arg("user-key", ""), "wrong-secret"), "Allowed");
         refused(env, "unknown key", hook("NoSuchKey1", env.arg("user-secret", "")), "Allowed");
         refused(env, "DENY topic", user, "Denied");
+        // An account's whiteRemoteAddress lets requests from there in without
+        // a signature check (it does not restrict the account to it): from
+        // 127.0.0.1 a wrong secret is refused for an account white-listed
+        // elsewhere, and taken for one white-listed here.
+        refused(env, "wrong secret outside its white address",
+            hook(env.arg("outside-key", ""), "wrong-secret"), "Allowed");
+        DefaultMQProducer inside = new DefaultMQProducer(env.name("p-inside"),
+            hook(env.arg("inside-key", ""), "wrong-secret"));
+        env.configure(inside, "p-inside");
+        inside.start();
+        env.onClose(inside::shutdown);
+        SendResult in = inside.send(Env.message("Allowed", "T", "acl-inside"));
+        env.expectEq("wrong secret inside its white address", SendStatus.SEND_OK,
+            in.getSendStatus());
+        keys.add("acl-inside");
 
         DefaultMQAdminExt userAdmin = new DefaultMQAdminExt(user);
         userAdmin.setNamesrvAddr(env.namesrv);
