@@ -355,9 +355,10 @@ async fn connection<H: RequestHandler>(
     cancel: CancellationToken,
     tracker: TaskTracker,
 ) {
+    // Plain streams split without a lock (the hot path); TLS ones share
+    // theirs between the halves.
     let Some(tls) = shared.tls.clone() else {
-        let (read_half, write_half) = stream.into_split();
-        let io = (read_half, write_half);
+        let io = stream.into_split();
         return serve_connection(io, peer, handler, shared, slot, cancel, tracker).await;
     };
     let accepted = tokio::select! {
