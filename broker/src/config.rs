@@ -424,7 +424,7 @@ impl Settings {
     /// matches keys), if it is one.
     pub fn canonical_key(key: &str) -> Option<String> {
         let lower = key.to_ascii_lowercase();
-        let lower = store_alias(&lower).unwrap_or(&lower).to_owned();
+        let lower = alias(&lower).unwrap_or(lower);
         let broker = to_object(&BrokerConfig::default()).ok()?;
         let store = to_object(&StoreConfig::default()).ok()?;
         find_key(&broker, &lower).or_else(|| find_key(&store, &lower))
@@ -460,7 +460,7 @@ impl Settings {
         let mut store = to_object(&StoreConfig::default())?;
         for (key, value) in pairs {
             let lower = key.to_ascii_lowercase();
-            let lower = store_alias(&lower).unwrap_or(&lower).to_owned();
+            let lower = alias(&lower).unwrap_or(lower);
             let target = if let Some(k) = find_key(&broker, &lower) {
                 Some((&mut broker, k))
             } else {
@@ -485,12 +485,16 @@ impl Settings {
     }
 }
 
-/// Keys accepted under another name.
-fn store_alias(lower: &str) -> Option<&'static str> {
+/// Keys accepted under another name (lower case): RocketMQ's older names,
+/// and its TLS properties (`tls.server.mode`, ...) for the `tls*` keys.
+fn alias(lower: &str) -> Option<String> {
     match lower {
-        "storetype" => Some("consumequeuestore"),
-        "haslavefallbehindmax" => Some("hamaxgapnotinsync"),
-        _ => None,
+        "storetype" => Some("consumequeuestore".into()),
+        "haslavefallbehindmax" => Some("hamaxgapnotinsync".into()),
+        _ => crate::remoting::tls::JAVA_KEYS
+            .iter()
+            .find(|(java, _)| java.eq_ignore_ascii_case(lower))
+            .map(|(_, ours)| ours.to_ascii_lowercase()),
     }
 }
 
@@ -506,14 +510,31 @@ fn read_file(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
     let map: BTreeMap<String, config::Value> = built
         .try_deserialize()
         .map_err(|e| ConfigError::new("--config", format!("{}: {e}", path.display())))?;
-    map.into_iter()
-        .map(|(k, v)| {
-            let s = v
-                .into_string()
-                .map_err(|e| ConfigError::new("--config", format!("key `{k}`: {e}")))?;
-            Ok((k, s))
-        })
-        .collect()
+    let mut out = Vec::with_capacity(map.len());
+    for (k, v) in map {
+        flatten(k, v, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// A dotted key (`tls.server.mode=...`) comes back from the parser as
+/// nested tables: joined again with dots.
+fn flatten(
+    key: String,
+    value: config::Value,
+    out: &mut Vec<(String, String)>,
+) -> Result<(), ConfigError> {
+    if let config::ValueKind::Table(t) = value.kind {
+        for (k, v) in t {
+            flatten(format!("{key}.{k}"), v, out)?;
+        }
+        return Ok(());
+    }
+    let s = value
+        .into_string()
+        .map_err(|e| ConfigError::new("--config", format!("key `{key}`: {e}")))?;
+    out.push((key, s));
+    Ok(())
 }
 
 type Object = serde_json::Map<String, Value>;

@@ -13,8 +13,9 @@
 //! certificate made at start. Client certificates are asked for with
 //! `tlsServerNeedClientAuth` (none | optional | require) and checked
 //! against `tlsServerTrustCertPath`. RocketMQ's `tls.properties` keys
-//! (`tls.server.*`, `tls.client.*`, `tls.test.mode.enable`) are read from
-//! the file `tlsConfigFile` names and override the broker keys.
+//! (`tls.server.*`, `tls.client.*`, `tls.test.mode.enable`) name the same
+//! settings in broker.conf; in the file `tlsConfigFile` names they
+//! override the broker keys.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -275,8 +276,9 @@ impl TlsSettings {
     }
 }
 
-/// RocketMQ's tls.properties keys and the broker keys they set.
-const JAVA_KEYS: &[(&str, &str)] = &[
+/// RocketMQ's tls.properties keys and the broker keys they set; also
+/// taken as names of those keys in broker.conf, the environment and --set.
+pub const JAVA_KEYS: &[(&str, &str)] = &[
     ("tls.server.mode", "tlsMode"),
     ("tls.server.certPath", "tlsServerCertPath"),
     ("tls.server.keyPath", "tlsServerKeyPath"),

@@ -260,6 +260,22 @@ async fn bad_tls_settings_are_refused_naming_the_key() {
         Err(e) => e.to_string(),
     };
     assert!(e.contains("missing.key"), "{e}");
+    // RocketMQ's TLS property names are names of the same keys.
+    let conf = dir.path().join("broker.conf");
+    std::fs::write(
+        &conf,
+        "tls.server.mode=permissive\ntls.server.need.client.auth=none\ntls.test.mode.enable=false\n",
+    )
+    .unwrap();
+    let loaded = rmq_broker::config::Settings::load(&rmq_broker::config::Sources {
+        file: Some(&conf),
+        env: vec![],
+        overrides: vec!["tls.server.certPath=/etc/x.pem".into()],
+    })
+    .unwrap();
+    assert_eq!(loaded.broker.tls_mode, "permissive");
+    assert!(!loaded.broker.tls_test_mode_enable);
+    assert_eq!(loaded.broker.tls_server_cert_path, "/etc/x.pem");
     // RocketMQ's tls.properties keys, read from tlsConfigFile, override.
     let props = dir.path().join("tls.properties");
     std::fs::write(
