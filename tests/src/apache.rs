@@ -88,8 +88,8 @@ impl Jvm {
         Self { child, out }
     }
 
-    /// Starts a NameServer on `port`.
-    pub fn namesrv(home: &Path, port: u16) -> Self {
+    /// Starts a NameServer on `port` (not waiting for it to boot).
+    fn namesrv(home: &Path, port: u16) -> Self {
         std::fs::create_dir_all(home).unwrap();
         let conf = home.join("namesrv.conf");
         std::fs::write(
@@ -100,19 +100,33 @@ impl Jvm {
             ),
         )
         .unwrap();
-        let mut jvm = Self::start(
+        Self::start(
             home,
             "org.apache.rocketmq.namesrv.NamesrvStartup",
             &["-c", &conf.to_string_lossy()],
             "namesrv",
-        );
-        jvm.wait_booted("Apache NameServer 4.9.7");
-        jvm
+        )
     }
 
-    /// Starts a broker registering with `namesrv`, on `port` (see
-    /// [`broker_base_port`]), with `extra` broker.conf lines.
-    pub fn broker(home: &Path, port: u16, namesrv: &str, extra: &str) -> Self {
+    /// Starts a NameServer on a port free on 127.0.0.1 and waits for it to
+    /// boot; returns it and the port.
+    pub fn namesrv_on_free_port(home: &Path) -> (Self, u16) {
+        Self::boot_on_free_ports("Apache NameServer 4.9.7", free_port, |port| {
+            Self::namesrv(home, port)
+        })
+    }
+
+    /// Starts a broker registering with `namesrv` on free ports (see
+    /// [`broker_base_port`]), with `extra` broker.conf lines, and waits for
+    /// it to boot; returns it and its port.
+    pub fn broker_on_free_ports(home: &Path, namesrv: &str, extra: &str) -> (Self, u16) {
+        Self::boot_on_free_ports("Apache broker 4.9.7", broker_base_port, |port| {
+            Self::broker(home, port, namesrv, extra)
+        })
+    }
+
+    /// Starts a broker on `port` (not waiting for it to boot).
+    fn broker(home: &Path, port: u16, namesrv: &str, extra: &str) -> Self {
         std::fs::create_dir_all(home).unwrap();
         let conf = home.join("broker.conf");
         std::fs::write(
@@ -125,26 +139,46 @@ impl Jvm {
             ),
         )
         .unwrap();
-        let mut jvm = Self::start(
+        Self::start(
             home,
             "org.apache.rocketmq.broker.BrokerStartup",
             &["-c", &conf.to_string_lossy(), "-n", namesrv],
             "broker",
-        );
-        jvm.wait_booted("Apache broker 4.9.7");
-        jvm
+        )
     }
 
-    /// Waits (bounded) for "boot success" in its output.
-    pub fn wait_booted(&mut self, what: &str) {
+    /// Starts with `spawn(port)` on a port `pick` finds free and waits for
+    /// the boot; a port taken between the probe and the JVM's bind (by
+    /// another test) is retried on new ports, [`BIND_ATTEMPTS`] times.
+    fn boot_on_free_ports(
+        what: &str,
+        pick: fn() -> u16,
+        spawn: impl Fn(u16) -> Self,
+    ) -> (Self, u16) {
+        let mut last = String::new();
+        for _ in 0..BIND_ATTEMPTS {
+            let port = pick();
+            let mut jvm = spawn(port);
+            match jvm.wait_booted(what) {
+                Ok(()) => return (jvm, port),
+                Err(text) if text.contains("Address already in use") => last = text,
+                Err(text) => panic!("{text}"),
+            }
+        }
+        panic!("{what}: ports taken {BIND_ATTEMPTS} times over:\n{last}");
+    }
+
+    /// Waits (bounded) for "boot success" in its output; `Err` with the
+    /// output if it exited first.
+    pub fn wait_booted(&mut self, what: &str) -> Result<(), String> {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             let text = std::fs::read_to_string(&self.out).unwrap_or_default();
             if text.contains("boot success") {
-                return;
+                return Ok(());
             }
             if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("{what} exited ({status}) before booting:\n{text}");
+                return Err(format!("{what} exited ({status}) before booting:\n{text}"));
             }
             assert!(
                 Instant::now() < deadline,
@@ -154,6 +188,9 @@ impl Jvm {
         }
     }
 }
+
+/// Times a JVM is started again on new ports when one was taken.
+const BIND_ATTEMPTS: usize = 3;
 
 /// A port `p` such that `p - 2`, `p` and `p + 1` are free on 127.0.0.1
 /// (Apache's broker, its "fast" port and its HA port).

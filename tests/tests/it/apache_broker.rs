@@ -14,12 +14,9 @@ use rmq_tools::bench::{load, LoadSpec};
 async fn rmq_admin_and_rmq_bench_drive_apache_broker_4_9_7() {
     apache::require_jars();
     let dir = tempfile::tempdir().unwrap();
-    let ns_port = apache::free_port();
-    let port = apache::broker_base_port();
-    let _ns = Jvm::namesrv(&dir.path().join("ns"), ns_port);
-    let _broker = Jvm::broker(
+    let (_ns, ns_port) = Jvm::namesrv_on_free_port(&dir.path().join("ns"));
+    let (_broker, port) = Jvm::broker_on_free_ports(
         &dir.path().join("broker"),
-        port,
         &format!("127.0.0.1:{ns_port}"),
         "brokerId=0\nmapedFileSizeCommitLog=67108864\n",
     );

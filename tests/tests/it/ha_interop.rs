@@ -69,13 +69,10 @@ async fn wait_for(what: &str, mut ok: impl AsyncFnMut() -> bool) {
 async fn slave_of_apache(backend: CqBackend) {
     apache::require_jars();
     let dir = tempfile::tempdir().unwrap();
-    let ns_port = apache::free_port();
-    let port = apache::broker_base_port();
+    let (_ns, ns_port) = Jvm::namesrv_on_free_port(&dir.path().join("ns"));
     let ns = format!("127.0.0.1:{ns_port}");
-    let _ns = Jvm::namesrv(&dir.path().join("ns"), ns_port);
-    let _master = Jvm::broker(
+    let (_master, port) = Jvm::broker_on_free_ports(
         &dir.path().join("master"),
-        port,
         &ns,
         &format!("brokerId=0\nbrokerRole=ASYNC_MASTER\n{SEGMENT}"),
     );
@@ -181,10 +178,8 @@ async fn apache_4_9_7_slave_follows_our_sync_master() {
     )
     .await
     .unwrap();
-    let port = apache::broker_base_port();
-    let _slave = Jvm::broker(
+    let (_slave, port) = Jvm::broker_on_free_ports(
         &dir.path().join("java-slave"),
-        port,
         &ns,
         &format!("brokerId=1\nbrokerRole=SLAVE\n{SEGMENT}"),
     );
