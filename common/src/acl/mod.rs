@@ -140,7 +140,8 @@ pub fn sign_request(
 mod tests {
     use super::*;
 
-    fn ext(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    /// extFields from pairs (also for the other ACL modules' tests).
+    pub(crate) fn ext(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))

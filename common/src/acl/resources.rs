@@ -135,13 +135,7 @@ fn heartbeat(body: Option<&[u8]>, out: &mut Vec<(String, Perm)>) -> Result<(), S
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ext(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
+    use crate::acl::tests::ext;
 
     #[test]
     fn each_code_needs_what_rocketmq_checks() {
