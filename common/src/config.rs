@@ -53,6 +53,21 @@ impl std::fmt::Display for CqBackend {
     }
 }
 
+/// `shadowConsumeQueueStore`: an engine name, or empty (or `none`) for none.
+fn optional_backend<'de, D>(d: D) -> Result<Option<CqBackend>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let name: Option<String> = Option::deserialize(d)?;
+    match name.as_deref().map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(n) if n.eq_ignore_ascii_case("none") => Ok(None),
+        Some(n) => {
+            CqBackend::deserialize(serde::de::value::StrDeserializer::<D::Error>::new(n)).map(Some)
+        }
+    }
+}
+
 /// Bytes in a consume-queue unit.
 pub const CQ_UNIT_SIZE: u64 = 20;
 
@@ -102,6 +117,12 @@ pub struct StoreConfig {
     /// Consume-queue engine (`storeType` is accepted as an alias).
     #[serde(alias = "storeType")]
     pub consume_queue_store: CqBackend,
+    /// A second consume-queue engine fed by the same reput but serving no
+    /// reads, to compare against (or migrate to) the serving one; empty:
+    /// none. `config/cqBackends.json`, once written by a runtime flip,
+    /// overrides this and `consumeQueueStore`.
+    #[serde(deserialize_with = "optional_backend")]
+    pub shadow_consume_queue_store: Option<CqBackend>,
     /// Build the key index (query by key / UNIQ_KEY).
     pub message_index_enable: bool,
     /// Hash slots per IndexFile.
@@ -219,6 +240,7 @@ impl Default for StoreConfig {
             check_crc_on_recover: true,
             warm_mapped_file_enable: false,
             consume_queue_store: CqBackend::File,
+            shadow_consume_queue_store: None,
             message_index_enable: true,
             max_hash_slot_num: 5_000_000,
             max_index_num: 20_000_000,
@@ -346,6 +368,17 @@ impl StoreConfig {
                 "consumeQueueStore",
                 "memory is a test model; use file or rocksdb",
             ));
+        }
+        if let Some(shadow) = self.shadow_consume_queue_store {
+            if shadow == self.consume_queue_store || shadow == CqBackend::Memory {
+                return Err(ConfigError::new(
+                    "shadowConsumeQueueStore",
+                    format!(
+                        "{shadow} cannot shadow {}: name the other engine (file or rocksdb), or leave it empty",
+                        self.consume_queue_store
+                    ),
+                ));
+            }
         }
         if self.max_hash_slot_num == 0 || self.max_index_num < 2 {
             return Err(ConfigError::new(

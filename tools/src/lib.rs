@@ -7,3 +7,4 @@
 
 pub mod admin;
 pub mod bench;
+pub mod cq_admin;

@@ -15,7 +15,7 @@ pub mod tps;
 
 pub use http::serve_metrics;
 pub use items::{StatsItems, StatsKind};
-pub use store::{topic_class, StoreMetrics, Totals, TOPIC_CLASSES};
+pub use store::{topic_class, LaneMetrics, Role, StoreMetrics, Totals, TOPIC_CLASSES};
 pub use tps::BrokerStats;
 
 use std::sync::OnceLock;
@@ -52,6 +52,13 @@ pub mod names {
     pub const CQ_WRITE_BATCH_SIZE: &str = "rmq_cq_write_batch_size";
     /// Consume-queue write latency (hand-over to written).
     pub const CQ_WRITE_LATENCY_SECONDS: &str = "rmq_cq_write_latency_seconds";
+    /// Units written to a consume-queue backend (rate: entries/s).
+    pub const CQ_ENTRIES_TOTAL: &str = "rmq_cq_entries_total";
+    /// CommitLog bytes a shadow backend has not written yet (behind the
+    /// serving one).
+    pub const CQ_SHADOW_LAG_BYTES: &str = "rmq_cq_shadow_lag_bytes";
+    /// CommitLog offset a backend has written up to.
+    pub const CQ_DISPATCHED_OFFSET: &str = "rmq_cq_dispatched_offset";
     /// Consume-queue read latency.
     pub const CQ_READ_LATENCY_SECONDS: &str = "rmq_cq_read_latency_seconds";
     /// Consume-queue files open / mapped (file backend).

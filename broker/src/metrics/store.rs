@@ -46,9 +46,6 @@ pub struct StoreMetrics {
     get_total: Counter,
     get_latency: Histogram,
     cq_read_latency: Histogram,
-    cq_write_latency: Histogram,
-    cq_write_batch: Histogram,
-    dispatch_delay: Histogram,
     flush_latency: Histogram,
     totals: Arc<Totals>,
 }
@@ -91,9 +88,6 @@ impl StoreMetrics {
             get_total: metrics::counter!(names::GET_MESSAGES_TOTAL, l()),
             get_latency: metrics::histogram!(names::GET_LATENCY_SECONDS, l()),
             cq_read_latency: metrics::histogram!(names::CQ_READ_LATENCY_SECONDS, l()),
-            cq_write_latency: metrics::histogram!(names::CQ_WRITE_LATENCY_SECONDS, l()),
-            cq_write_batch: metrics::histogram!(names::CQ_WRITE_BATCH_SIZE, l()),
-            dispatch_delay: metrics::histogram!(names::DISPATCH_DELAY_SECONDS, l()),
             flush_latency: metrics::histogram!(names::FLUSH_LATENCY_SECONDS, l()),
             totals: Arc::default(),
             labels,
@@ -103,6 +97,14 @@ impl StoreMetrics {
     /// Running totals since start.
     pub fn totals(&self) -> &Totals {
         &self.totals
+    }
+
+    /// The `broker` label's value.
+    pub fn broker(&self) -> &str {
+        self.labels
+            .iter()
+            .find(|l| l.key() == "broker")
+            .map_or("", |l| l.value())
     }
 
     /// The `broker`/`backend` labels.
@@ -135,20 +137,88 @@ impl StoreMetrics {
         self.cq_read_latency.record(took.as_secs_f64());
     }
 
+    /// One CommitLog flush pass that wrote something.
+    pub fn flushed(&self, took: Duration) {
+        self.flush_latency.record(took.as_secs_f64());
+    }
+}
+
+/// What a consume-queue backend is doing in a store: serving reads, or a
+/// shadow fed the same dispatch to compare against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Pulls, offsets and lookups read it.
+    Serving,
+    /// Written like the serving one, read only by `cq verify`.
+    Shadow,
+}
+
+impl Role {
+    /// The `role` label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Serving => "serving",
+            Self::Shadow => "shadow",
+        }
+    }
+}
+
+/// Handles one consume-queue backend's dispatch records into, labelled
+/// `broker`, `backend` and `role`, so two backends in one store are told
+/// apart (and compared) on one dashboard.
+#[derive(Clone)]
+pub struct LaneMetrics {
+    labels: Vec<Label>,
+    cq_write_latency: Histogram,
+    cq_write_batch: Histogram,
+    dispatch_delay: Histogram,
+    entries: Counter,
+}
+
+impl std::fmt::Debug for LaneMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LaneMetrics")
+            .field("labels", &self.labels)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LaneMetrics {
+    /// Handles for `backend` in `role` on `broker`.
+    pub fn new(broker: &str, backend: &str, role: Role) -> Self {
+        let mut labels = super::base_labels(broker, backend);
+        labels.push(Label::new("role", role.as_str()));
+        let l = || labels.clone();
+        Self {
+            cq_write_latency: metrics::histogram!(names::CQ_WRITE_LATENCY_SECONDS, l()),
+            cq_write_batch: metrics::histogram!(names::CQ_WRITE_BATCH_SIZE, l()),
+            dispatch_delay: metrics::histogram!(names::DISPATCH_DELAY_SECONDS, l()),
+            entries: metrics::counter!(names::CQ_ENTRIES_TOTAL, l()),
+            labels,
+        }
+    }
+
+    /// The same backend in another role (after a flip).
+    pub fn with_role(&self, role: Role) -> Self {
+        let get = |name: &str| {
+            self.labels
+                .iter()
+                .find(|l| l.key() == name)
+                .map_or(String::new(), |l| l.value().to_owned())
+        };
+        Self::new(&get("broker"), &get("backend"), role)
+    }
+
     /// One consume-queue write of `units`, from hand-over to written.
     pub fn cq_write(&self, units: usize, took: Duration) {
         self.cq_write_batch.record(units as f64);
         self.cq_write_latency.record(took.as_secs_f64());
+        self.entries.increment(units as u64);
     }
 
     /// A record became readable `delay_ms` after it was stored.
     pub fn dispatched(&self, delay_ms: i64) {
         self.dispatch_delay.record(delay_ms.max(0) as f64 / 1000.0);
-    }
-
-    /// One CommitLog flush pass that wrote something.
-    pub fn flushed(&self, took: Duration) {
-        self.flush_latency.record(took.as_secs_f64());
     }
 }
 

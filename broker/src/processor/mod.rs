@@ -5,6 +5,7 @@ pub mod acl_admin;
 pub mod admin;
 pub mod client;
 pub mod consumers;
+pub mod cq_admin;
 pub mod groups;
 pub mod inspect;
 pub mod lock;
@@ -217,6 +218,11 @@ async fn dispatch(
         | RequestCode::GetAllTopicConfig
         | RequestCode::GetBrokerConfig => admin::handle(ctx, code, req).await,
         RequestCode::DeleteExpiredCommitlog => admin::delete_expired(ctx).await,
+        RequestCode::RmqCqStatus
+        | RequestCode::RmqCqVerify
+        | RequestCode::RmqCqAddShadow
+        | RequestCode::RmqCqServe
+        | RequestCode::RmqCqDropShadow => cq_admin::handle(ctx, code, req).await,
         RequestCode::DeleteTopicInBroker => admin::delete_topic(ctx, req).await,
         RequestCode::CleanExpiredConsumequeue => admin::clean_expired_cq(ctx).await,
         RequestCode::GetBrokerRuntimeInfo => runtime::runtime_info(ctx).await,

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use parking_lot::RwLock;
 use rmq_common::config::ConfigError;
-use rmq_common::cq::ConsumeQueueStore;
+
 use rmq_common::time::Clock;
 use rmq_common::StoreConfig;
 use rmq_store_file::commitlog::CommitLog;
@@ -226,7 +226,6 @@ impl DiskGuard {
 pub(crate) struct Cleaner {
     pub(crate) policy: CleanPolicy,
     pub(crate) commit_log: Arc<CommitLog>,
-    pub(crate) cq: Arc<dyn ConsumeQueueStore>,
     pub(crate) index: Option<Arc<IndexService>>,
     pub(crate) dispatcher: Arc<Dispatcher>,
     pub(crate) clock: Arc<dyn Clock>,
@@ -316,7 +315,9 @@ impl Cleaner {
         let min_offset = self.commit_log.min_offset();
         let mut index_files_deleted = 0;
         if deleted > 0 {
-            self.cq.correct_min_offset(min_offset)?;
+            for cq in self.dispatcher.backends() {
+                cq.correct_min_offset(min_offset)?;
+            }
             if let Some(index) = &self.index {
                 index_files_deleted = index.delete_files_below(min_offset)?;
             }

@@ -1,4 +1,7 @@
-//! The single place that turns `consumeQueueStore` into a backend.
+//! The single place that turns a backend name into a consume-queue store,
+//! and knows which folders each one keeps.
+
+use std::path::PathBuf;
 
 use rmq_common::config::CqBackend;
 use rmq_common::cq::{ConsumeQueueStore, MemoryConsumeQueueStore};
@@ -6,14 +9,46 @@ use rmq_common::StoreConfig;
 use rmq_store_file::cq::FileConsumeQueueStore;
 use rmq_store_file::StoreError;
 
-/// Opens the backend the config names.
+/// Opens the backend the config names (`consumeQueueStore`).
 pub fn open_consume_queue_store(
     config: &StoreConfig,
 ) -> Result<Box<dyn ConsumeQueueStore>, StoreError> {
-    let store: Box<dyn ConsumeQueueStore> = match config.consume_queue_store {
+    open_backend(config, config.consume_queue_store)
+}
+
+/// Opens `backend` with the settings of `config`.
+pub fn open_backend(
+    config: &StoreConfig,
+    backend: CqBackend,
+) -> Result<Box<dyn ConsumeQueueStore>, StoreError> {
+    let store: Box<dyn ConsumeQueueStore> = match backend {
         CqBackend::File => Box::new(FileConsumeQueueStore::open(config)?),
         CqBackend::Rocksdb => Box::new(rmq_store_rocks::RocksConsumeQueueStore::open(config)?),
         CqBackend::Memory => Box::new(MemoryConsumeQueueStore::new()),
     };
     Ok(store)
+}
+
+/// The folder `backend` keeps everything in under the store root (none for
+/// the in-memory model). The two real backends never share one, so both can
+/// live in one store.
+pub fn backend_dir(config: &StoreConfig, backend: CqBackend) -> Option<PathBuf> {
+    match backend {
+        CqBackend::File => Some(config.consume_queue_dir()),
+        CqBackend::Rocksdb => Some(config.rocksdb_consume_queue_dir()),
+        CqBackend::Memory => None,
+    }
+}
+
+/// Removes `backend`'s folder (a dropped shadow, or stale files a new
+/// shadow must not resume from). The backend must be closed.
+pub fn remove_backend_files(config: &StoreConfig, backend: CqBackend) -> Result<(), StoreError> {
+    let Some(dir) = backend_dir(config, backend) else {
+        return Ok(());
+    };
+    match std::fs::remove_dir_all(&dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StoreError::io(format!("remove {}", dir.display()), e)),
+    }
 }

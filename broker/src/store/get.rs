@@ -1,7 +1,7 @@
 //! The read path: consume-queue units by queue offset, filtered by tag, then
 //! the CommitLog bytes they point at.
 
-use rmq_common::cq::{CqError, CqUnit};
+use rmq_common::cq::{ConsumeQueueStore, CqError, CqUnit};
 use rmq_common::message::record::RecordView;
 use rmq_store_file::commitlog::Selected;
 use rmq_store_file::StoreError;
@@ -240,19 +240,21 @@ impl MessageStore {
 
     fn get_message_inner(&self, req: &GetRequest<'_>) -> Result<GetMessageResult, StoreError> {
         let (topic, queue_id, offset) = (req.topic, req.queue_id, req.offset);
-        let known =
-            self.cq.max_offset(topic, queue_id)? > 0 || self.cq.min_offset(topic, queue_id)? > 0;
+        // One backend for the whole read, even if a flip happens meanwhile
+        // (both hold the same units up to where it happened).
+        let cq = self.consume_queue();
+        let known = cq.max_offset(topic, queue_id)? > 0 || cq.min_offset(topic, queue_id)? > 0;
         if !known {
             // Unknown queue and empty queue look alike to the backends.
-            let status = if self.queue_exists(topic, queue_id)? {
+            let status = if self.queue_exists(&*cq, topic, queue_id)? {
                 GetStatus::NoMessageInQueue
             } else {
                 GetStatus::NoMatchedLogicQueue
             };
             return Ok(GetMessageResult::empty(status, 0, 0, 0));
         }
-        let min = self.cq.min_offset(topic, queue_id)?;
-        let max = self.cq.max_offset(topic, queue_id)?;
+        let min = cq.min_offset(topic, queue_id)?;
+        let max = cq.max_offset(topic, queue_id)?;
         if max == 0 {
             return Ok(GetMessageResult::empty(
                 GetStatus::NoMessageInQueue,
@@ -286,12 +288,16 @@ impl MessageStore {
                 max,
             ));
         }
-        self.read_units(req, min, max)
+        self.read_units(&*cq, req, min, max)
     }
 
-    fn queue_exists(&self, topic: &str, queue_id: i32) -> Result<bool, StoreError> {
-        Ok(self
-            .cq
+    fn queue_exists(
+        &self,
+        cq: &dyn ConsumeQueueStore,
+        topic: &str,
+        queue_id: i32,
+    ) -> Result<bool, StoreError> {
+        Ok(cq
             .queues()?
             .iter()
             .any(|q| q.topic == topic && q.queue_id == queue_id))
@@ -299,6 +305,7 @@ impl MessageStore {
 
     fn read_units(
         &self,
+        cq: &dyn ConsumeQueueStore,
         req: &GetRequest<'_>,
         min: i64,
         max: i64,
@@ -316,7 +323,7 @@ impl MessageStore {
         'outer: while scanned < scan_limit && cursor < max {
             units.clear();
             let read_started = std::time::Instant::now();
-            let read = self.cq.get(
+            let read = cq.get(
                 topic,
                 queue_id,
                 cursor,

@@ -26,12 +26,12 @@ impl StoreTimeSource for CommitLogTimes<'_> {
 impl MessageStore {
     /// Queue min offset.
     pub fn min_offset_in_queue(&self, topic: &str, queue_id: i32) -> Result<i64, StoreError> {
-        Ok(self.cq.min_offset(topic, queue_id)?)
+        Ok(self.consume_queue().min_offset(topic, queue_id)?)
     }
 
     /// Queue max offset (next to be written).
     pub fn max_offset_in_queue(&self, topic: &str, queue_id: i32) -> Result<i64, StoreError> {
-        Ok(self.cq.max_offset(topic, queue_id)?)
+        Ok(self.consume_queue().max_offset(topic, queue_id)?)
     }
 
     /// Queue offset for a store time (SEARCH_OFFSET_BY_TIMESTAMP).
@@ -42,7 +42,7 @@ impl MessageStore {
         timestamp_ms: i64,
         boundary: Boundary,
     ) -> Result<i64, StoreError> {
-        Ok(self.cq.offset_by_time(
+        Ok(self.consume_queue().offset_by_time(
             topic,
             queue_id,
             timestamp_ms,
@@ -57,7 +57,7 @@ impl MessageStore {
         topic: &str,
         queue_id: i32,
     ) -> Result<Option<i64>, StoreError> {
-        let min = self.cq.min_offset(topic, queue_id)?;
+        let min = self.consume_queue().min_offset(topic, queue_id)?;
         self.message_store_time(topic, queue_id, min)
     }
 
@@ -69,11 +69,12 @@ impl MessageStore {
         queue_id: i32,
         offset: i64,
     ) -> Result<Option<i64>, StoreError> {
-        if offset < self.cq.min_offset(topic, queue_id)? {
+        let cq = self.consume_queue();
+        if offset < cq.min_offset(topic, queue_id)? {
             return Ok(None);
         }
         let mut units = Vec::new();
-        self.cq.get(topic, queue_id, offset, 1, &mut units)?;
+        cq.get(topic, queue_id, offset, 1, &mut units)?;
         Ok(units
             .first()
             .and_then(|u| CommitLogTimes(&self.commit_log).store_time(u.phy_offset, u.size)))

@@ -9,18 +9,22 @@ mod factory;
 mod filter;
 mod get;
 pub mod headroom;
+mod lanes;
 mod lookup;
 mod open;
 mod put;
 mod reput;
 mod services;
+mod verify;
 
 pub use arrival::{MessageArrivalListener, QueueWaiters};
-pub use factory::open_consume_queue_store;
+pub use factory::{backend_dir, open_backend, open_consume_queue_store};
 pub use filter::{MessageFilter, SubscriptionFilter, TagFilter};
 pub use get::{GetMessageResult, GetRequest, GetStatus, DEFAULT_MAX_BYTES};
+pub use lanes::{BackendStatus, CqAdminError, CqChoice, FlipError, FlipStep};
 pub use open::StartupReport;
 pub use put::{is_permanent, wants_wait, PutMessageResult, PutStatus};
+pub use verify::{Difference, VerifyError, VerifyOptions, VerifyReport};
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
@@ -46,10 +50,12 @@ pub struct MessageStore {
     metrics: StoreMetrics,
     clock: Arc<dyn Clock>,
     commit_log: Arc<CommitLog>,
-    cq: Arc<dyn ConsumeQueueStore>,
     index: Option<Arc<IndexService>>,
     checkpoint: Arc<Checkpoint>,
+    /// Owns the consume-queue backends: the serving one and the shadow.
     dispatcher: Arc<Dispatcher>,
+    /// One add / flip / drop of a backend at a time.
+    cq_change: Mutex<()>,
     cleaner: Arc<clean::Cleaner>,
     services: Mutex<Option<Services>>,
     abort: Mutex<Option<AbortFile>>,
@@ -88,9 +94,10 @@ impl MessageStore {
         &self.commit_log
     }
 
-    /// The consume-queue backend.
-    pub fn consume_queue(&self) -> &Arc<dyn ConsumeQueueStore> {
-        &self.cq
+    /// The serving consume-queue backend (the one reads use; a flip
+    /// changes it, so hold it only for the work at hand).
+    pub fn consume_queue(&self) -> Arc<dyn ConsumeQueueStore> {
+        self.dispatcher.cq()
     }
 
     /// Makes the store a slave's: puts are refused (`StoreError::Slave`),
@@ -170,7 +177,9 @@ impl MessageStore {
     /// at 0 (DELETE_TOPIC_IN_BROKER). Its records stay in the CommitLog
     /// until retention removes them, as in RocketMQ.
     pub fn delete_topic(&self, topic: &str) -> Result<(), rmq_store_file::StoreError> {
-        self.cq.delete_topic(topic)?;
+        for cq in self.dispatcher.backends() {
+            cq.delete_topic(topic)?;
+        }
         self.commit_log.remove_topic_offsets(topic);
         Ok(())
     }
@@ -183,7 +192,7 @@ impl MessageStore {
         keep: impl Fn(&str) -> bool,
     ) -> Result<Vec<String>, rmq_store_file::StoreError> {
         let mut gone: Vec<String> = self
-            .cq
+            .consume_queue()
             .queues()?
             .into_iter()
             .map(|q| q.topic)
@@ -194,7 +203,9 @@ impl MessageStore {
         for topic in &gone {
             self.delete_topic(topic)?;
         }
-        self.cq.correct_min_offset(self.commit_log.min_offset())?;
+        for cq in self.dispatcher.backends() {
+            cq.correct_min_offset(self.commit_log.min_offset())?;
+        }
         Ok(gone)
     }
 

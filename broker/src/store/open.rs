@@ -16,11 +16,12 @@ use rmq_store_file::root::{AbortFile, Checkpoint, RootLock};
 use rmq_store_file::StoreError;
 
 use super::clean::{CleanPolicy, Cleaner, DiskGuard, FsDiskUsage};
-use super::factory::open_consume_queue_store;
+use super::factory::open_backend;
+use super::lanes::CqChoice;
 use super::reput::Dispatcher;
 use super::services::Services;
 use super::MessageStore;
-use crate::metrics::StoreMetrics;
+use crate::metrics::{LaneMetrics, Role, StoreMetrics};
 
 /// What start-up found and did.
 #[derive(Debug, Clone)]
@@ -79,11 +80,16 @@ impl MessageStore {
         if abnormal {
             tracing::warn!(root = %root.display(), "abort file found: the last run did not shut down cleanly; recovering");
         }
+        let choice = CqChoice::effective(&config)?;
         let cq: Arc<dyn ConsumeQueueStore> = match cq {
             Some(cq) => Arc::from(cq),
-            None => Arc::from(open_consume_queue_store(&config)?),
+            None => Arc::from(open_backend(&config, choice.serving)?),
         };
         let backend = cq.backend();
+        let shadow: Option<Arc<dyn ConsumeQueueStore>> = match choice.shadow {
+            Some(b) if b != backend => Some(Arc::from(open_backend(&config, b)?)),
+            _ => None,
+        };
         let metrics = StoreMetrics::new(broker, backend.as_str());
         let dispatched = cq.dispatched_phy_offset()?;
         let (commit_log, recovery) = CommitLog::open(
@@ -100,6 +106,9 @@ impl MessageStore {
         commit_log.set_flush_observer(Box::new(move |took| flush_metrics.flushed(took)));
         // No unit may point at or past the valid tail.
         cq.truncate_from_phy(recovery.tail)?;
+        if let Some(shadow) = &shadow {
+            shadow.truncate_from_phy(recovery.tail)?;
+        }
         let index = if config.message_index_enable {
             Some(Arc::new(IndexService::open(&config)?))
         } else {
@@ -112,14 +121,24 @@ impl MessageStore {
             .dispatched_phy_offset()?
             .clamp(commit_log.min_offset(), recovery.tail);
         let dispatcher = Arc::new(Dispatcher::new(
+            Role::Serving,
             Arc::clone(&commit_log),
             Arc::clone(&cq),
             index.clone(),
             redispatch_from,
             delay_levels.clone(),
-            metrics.clone(),
+            LaneMetrics::new(broker, backend.as_str(), Role::Serving),
             reput_parse_workers(&config),
         ));
+        if let Some(shadow) = shadow {
+            // Fed from here on; it fills what it lacks from the CommitLog
+            // by itself once the serving backend has caught up.
+            let from = shadow
+                .dispatched_phy_offset()?
+                .clamp(commit_log.min_offset(), recovery.tail);
+            let lane = LaneMetrics::new(broker, shadow.backend().as_str(), Role::Shadow);
+            dispatcher.attach_shadow(shadow, from, lane)?;
+        }
         // Dispatch everything the consume queue missed before any new append
         // takes a queue offset, so offsets continue without reuse.
         let catch_up_started = Instant::now();
@@ -136,7 +155,6 @@ impl MessageStore {
         let cleaner = Arc::new(Cleaner {
             policy: CleanPolicy::from_config(&config)?,
             commit_log: Arc::clone(&commit_log),
-            cq: Arc::clone(&cq),
             index: index.clone(),
             dispatcher: Arc::clone(&dispatcher),
             clock: Arc::clone(&clock),
@@ -147,7 +165,6 @@ impl MessageStore {
         let services = Services::start(
             &config,
             &commit_log,
-            &cq,
             index.as_ref(),
             &checkpoint,
             &dispatcher,
@@ -180,10 +197,10 @@ impl MessageStore {
             metrics,
             clock,
             commit_log,
-            cq,
             index,
             checkpoint,
             dispatcher,
+            cq_change: Mutex::new(()),
             cleaner,
             services: Mutex::new(Some(services)),
             abort: Mutex::new(Some(abort)),

@@ -4,7 +4,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmq_common::cq::ConsumeQueueStore;
 use rmq_common::service::{Next, Service};
 use rmq_common::StoreConfig;
 use rmq_store_file::commitlog::{CommitLog, FlushService, FlushSettings};
@@ -29,7 +28,6 @@ impl Services {
     pub(crate) fn start(
         config: &StoreConfig,
         commit_log: &Arc<CommitLog>,
-        cq: &Arc<dyn ConsumeQueueStore>,
         index: Option<&Arc<IndexService>>,
         checkpoint: &Arc<Checkpoint>,
         dispatcher: &Arc<Dispatcher>,
@@ -42,7 +40,7 @@ impl Services {
             Duration::from_millis(config.flush_interval_consume_queue_ms),
             FlushTargets {
                 commit_log: Arc::clone(commit_log),
-                cq: Arc::clone(cq),
+                dispatcher: Arc::clone(dispatcher),
                 index: index.cloned(),
                 checkpoint: Arc::clone(checkpoint),
             },
@@ -64,20 +62,26 @@ impl Services {
 #[derive(Debug, Clone)]
 pub(crate) struct FlushTargets {
     commit_log: Arc<CommitLog>,
-    cq: Arc<dyn ConsumeQueueStore>,
+    /// Its serving backend and shadow.
+    dispatcher: Arc<Dispatcher>,
     index: Option<Arc<IndexService>>,
     checkpoint: Arc<Checkpoint>,
 }
 
 impl FlushTargets {
-    /// Flushes consume queue, index and checkpoint. A failed consume-queue
-    /// flush poisons the CommitLog: the store stops taking writes.
+    /// Flushes consume queues, index and checkpoint. A failed flush of the
+    /// serving consume queue poisons the CommitLog: the store stops taking
+    /// writes. A shadow's failure is logged; the shadow recovers from its
+    /// own checkpoint at the next start.
     pub(crate) fn flush_all(&self) -> Result<(), StoreError> {
         let logics_ts = self.commit_log.flushed_store_timestamp();
-        if let Err(e) = self.cq.flush() {
+        if let Err(e) = self.dispatcher.cq().flush() {
             self.commit_log
                 .poison(format!("consume queue flush failed: {e}"));
             return Err(e.into());
+        }
+        if let Some(Err(e)) = self.dispatcher.with_shadow(|s| s.cq().flush()) {
+            tracing::warn!(error = %e, "shadow consume queue flush failed");
         }
         self.checkpoint.set_logics_ms(logics_ts);
         if let Some(index) = &self.index {
@@ -139,7 +143,7 @@ impl MessageStore {
     fn flush_targets(&self) -> FlushTargets {
         FlushTargets {
             commit_log: Arc::clone(&self.commit_log),
-            cq: Arc::clone(&self.cq),
+            dispatcher: Arc::clone(&self.dispatcher),
             index: self.index.clone(),
             checkpoint: Arc::clone(&self.checkpoint),
         }
@@ -173,7 +177,14 @@ impl MessageStore {
             }
         };
         let flushed = self.flush_consume_queue();
-        let closed = self.cq.close();
+        if let Some(shadow) = self.dispatcher.detach_shadow(SHUTDOWN) {
+            // Not needed for a clean start: the shadow resumes from its own
+            // checkpoint whatever it is.
+            if let Err(e) = shadow.flush().and_then(|()| shadow.close()) {
+                tracing::warn!(backend = %shadow.backend(), error = %e, "shadow consume queue close failed");
+            }
+        }
+        let closed = self.dispatcher.cq().close();
         if let Some(Err(e)) = self.index.as_ref().map(|i| i.close()) {
             tracing::error!(error = %e, "index close failed");
         }
@@ -207,6 +218,8 @@ impl MessageStore {
             // cache anyway.
             services.clean.halt(HALT);
             services.reput.halt(HALT);
+            // Dropping a shadow halts its thread as a crash would.
+            drop(self.dispatcher.take_shadow());
             services.cq_flush.halt(HALT);
             services.flush.stop();
         }

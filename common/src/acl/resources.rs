@@ -44,6 +44,10 @@ pub const ADMIN_CODES: &[RequestCode] = &[
     RequestCode::UpdateNamesrvConfig,
     RequestCode::ResumeCheckHalfMessage,
     RequestCode::DeleteExpiredCommitlog,
+    RequestCode::RmqCqVerify,
+    RequestCode::RmqCqAddShadow,
+    RequestCode::RmqCqServe,
+    RequestCode::RmqCqDropShadow,
 ];
 
 /// Whether `code` is an administration code.

@@ -129,6 +129,11 @@ pub const CATALOG: &[Entry] = &[
     e(C::GetAllProducerInfo, B, ""),
     e(C::DeleteExpiredCommitlog, B, "RocketMQ 5.x's code: one clean pass now"),
     e(C::LitePullMessage, B, "RocketMQ 5.x's lite pull code; served as PULL_MESSAGE"),
+    e(C::RmqCqStatus, B, "this broker's own (rmq-admin cq status): the consume-queue backends, serving and shadow; a code RocketMQ does not use"),
+    e(C::RmqCqVerify, B, "this broker's own (rmq-admin cq verify): compares the shadow consume queue with the serving one"),
+    e(C::RmqCqAddShadow, B, "this broker's own (rmq-admin cq add-shadow): a second backend built from the CommitLog"),
+    e(C::RmqCqServe, B, "this broker's own (rmq-admin cq serve): the shadow serves, the serving backend shadows"),
+    e(C::RmqCqDropShadow, B, "this broker's own (rmq-admin cq drop-shadow): stops the shadow and removes its files"),
 ];
 
 /// The row of `code`, if the table has one.

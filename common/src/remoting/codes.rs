@@ -151,6 +151,11 @@ wire_codes! {
         GetBrokerClusterAclInfo = 52 => "GET_BROKER_CLUSTER_ACL_INFO",
         UpdateGlobalWhiteAddrsConfig = 53 => "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG",
         GetBrokerClusterAclConfig = 54 => "GET_BROKER_CLUSTER_ACL_CONFIG",
+        RmqCqStatus = 30001 => "RMQ_CQ_STATUS",
+        RmqCqVerify = 30002 => "RMQ_CQ_VERIFY",
+        RmqCqAddShadow = 30003 => "RMQ_CQ_ADD_SHADOW",
+        RmqCqServe = 30004 => "RMQ_CQ_SERVE",
+        RmqCqDropShadow = 30005 => "RMQ_CQ_DROP_SHADOW",
     }
 }
 
@@ -284,6 +289,11 @@ mod tests {
             (RequestCode::GetBrokerClusterAclInfo, 52),
             (RequestCode::UpdateGlobalWhiteAddrsConfig, 53),
             (RequestCode::GetBrokerClusterAclConfig, 54),
+            (RequestCode::RmqCqStatus, 30001),
+            (RequestCode::RmqCqVerify, 30002),
+            (RequestCode::RmqCqAddShadow, 30003),
+            (RequestCode::RmqCqServe, 30004),
+            (RequestCode::RmqCqDropShadow, 30005),
         ];
         assert_eq!(expected.len(), RequestCode::ALL.len());
         for &(code, value) in expected {

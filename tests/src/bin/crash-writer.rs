@@ -3,15 +3,54 @@
 //!
 //! Usage: `crash-writer write <root> <file|memory> <threads>`
 //!        `crash-writer open-only <root> <file|memory>`
+//!        `crash-writer flip <root> <serving> <shadow> <step>`: writes with
+//!        4 threads, adds `<shadow>`, lets it catch up, then flips to it and
+//!        kills itself with SIGKILL at flip step
+//!        `<step>` (paused, flushed, persisted, swapped), after printing
+//!        `AT <step>`.
 
 use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
-use rmq_broker::store::PutStatus;
+use std::time::{Duration, Instant};
+
+use rmq_broker::store::{FlipStep, MessageStore, PutStatus};
 use rmq_common::config::CqBackend;
 use rmq_common::FlushDiskType;
 use rmq_tests::{crash_body, message, open_store, small_config};
+
+/// Adds the shadow once writes are flowing, waits for it, and flips,
+/// aborting at `step`.
+fn flip_and_crash(store: &MessageStore, shadow: CqBackend, step: FlipStep) -> Result<(), String> {
+    // Some records first, so the shadow has a log to build from.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while store.max_phy_offset() < 64 * 1024 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    store.add_shadow(shadow).map_err(|e| e.to_string())?;
+    if !store.wait_shadow_caught_up(Duration::from_secs(60)) {
+        return Err("the shadow did not catch up".into());
+    }
+    store
+        .serve_observed(shadow, &|at| {
+            if at == step {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "AT {}", at.as_str());
+                let _ = out.flush();
+                // kill -9 of ourselves, at this very point of the flip.
+                let pid = std::process::id().to_string();
+                let _ = std::process::Command::new("kill")
+                    .args(["-KILL", &pid])
+                    .status();
+                // The signal may take a moment to land; never go on.
+                loop {
+                    std::thread::park();
+                }
+            }
+        })
+        .map_err(|e| e.to_string())
+}
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -38,7 +77,30 @@ fn main() -> anyhow::Result<()> {
     if mode == "open-only" {
         return Ok(());
     }
-    let threads: usize = args.get(4).map(|t| t.parse()).transpose()?.unwrap_or(4);
+    let threads: usize = if mode == "flip" {
+        4
+    } else {
+        args.get(4).map(|t| t.parse()).transpose()?.unwrap_or(4)
+    };
+    if mode == "flip" {
+        let (Some(shadow), Some(step)) = (args.get(4), args.get(5)) else {
+            bail!("usage: crash-writer flip <root> <serving> <shadow> <step>");
+        };
+        let shadow = match shadow.as_str() {
+            "file" => CqBackend::File,
+            "rocksdb" => CqBackend::Rocksdb,
+            other => bail!("unknown shadow backend {other}"),
+        };
+        let Some(step) = FlipStep::ALL.into_iter().find(|s| s.as_str() == step) else {
+            bail!("unknown flip step {step}");
+        };
+        let store = Arc::clone(&store);
+        std::thread::spawn(move || {
+            let outcome = flip_and_crash(&store, shadow, step);
+            eprintln!("crash-writer: the flip ended without the crash: {outcome:?}");
+            std::process::exit(2);
+        });
+    }
     let pid = std::process::id();
     let handles: Vec<_> = (0..threads)
         .map(|t| {

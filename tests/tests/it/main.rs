@@ -8,6 +8,7 @@ mod apache_broker;
 mod bench;
 mod broker_clients;
 mod broker_server;
+mod cq_ab;
 mod cq_conformance;
 mod cq_model;
 mod disk_full;

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use clap::{Parser, Subcommand};
-use rmq_tools::admin;
+use rmq_tools::{admin, cq_admin};
 
 /// Administer an rmq broker and NameServer.
 #[derive(Debug, Parser)]
@@ -89,6 +89,40 @@ enum Cmd {
     /// Run a CommitLog clean pass now (DELETE_EXPIRED_COMMITLOG): expired
     /// segments go whatever the hour.
     Clean,
+    /// The consume-queue backends: the serving one and a shadow fed the
+    /// same dispatch (compare, then migrate without a restart).
+    #[command(subcommand)]
+    Cq(CqCmd),
+}
+
+#[derive(Debug, Subcommand)]
+enum CqCmd {
+    /// Each backend's role, position and lag.
+    Status,
+    /// Compare the shadow with the serving backend queue by queue; exits
+    /// with status 1 when they differ.
+    Verify {
+        /// Compare one unit in this many (1: every unit).
+        #[arg(long, default_value_t = 1)]
+        every: u64,
+        /// Differences listed at most.
+        #[arg(long, default_value_t = 20)]
+        max_differences: u32,
+    },
+    /// Add a shadow backend, built from the CommitLog in the background.
+    AddShadow {
+        /// file or rocksdb.
+        #[arg(long)]
+        backend: String,
+    },
+    /// Make the shadow serve (and the serving backend the shadow).
+    Serve {
+        /// file or rocksdb: the current shadow.
+        #[arg(long)]
+        backend: String,
+    },
+    /// Stop the shadow and remove its files.
+    DropShadow,
 }
 
 #[derive(Debug, Subcommand)]
@@ -181,6 +215,22 @@ async fn main() -> anyhow::Result<()> {
         Cmd::Cluster => admin::cluster_list(conn, args.namesrv).await?,
         Cmd::Clean => admin::clean(conn, args.broker).await?,
         Cmd::Config => admin::broker_config(conn, args.broker).await?,
+        Cmd::Cq(CqCmd::Status) => cq_admin::status(conn, args.broker).await?,
+        Cmd::Cq(CqCmd::Verify {
+            every,
+            max_differences,
+        }) => {
+            let report = cq_admin::verify_report(conn, args.broker, every, max_differences).await?;
+            print!("{}", cq_admin::verify_text(&report));
+            let equal = report["differences"].as_array().is_some_and(Vec::is_empty)
+                && report["moreDifferences"].as_u64() == Some(0);
+            std::process::exit(if equal { 0 } else { 1 });
+        }
+        Cmd::Cq(CqCmd::AddShadow { backend }) => {
+            cq_admin::add_shadow(conn, args.broker, &backend).await?
+        }
+        Cmd::Cq(CqCmd::Serve { backend }) => cq_admin::serve(conn, args.broker, &backend).await?,
+        Cmd::Cq(CqCmd::DropShadow) => cq_admin::drop_shadow(conn, args.broker).await?,
     };
     print!("{out}");
     Ok(())

@@ -38,6 +38,10 @@ impl Dispatcher {
             return Ok(Pass::Idle);
         };
         let bytes = sel.bytes();
+        // A bounded pass (a shadow catching up) stops at `until`, which is
+        // always where a pass of the serving dispatch ended: a record start.
+        let until = self.until.load(std::sync::atomic::Ordering::Acquire);
+        let bytes = &bytes[..bytes.len().min(usize::try_from(until - from).unwrap_or(0))];
         let (cuts, segment_end) = self.cut(bytes, from)?;
         let end_of_cuts = cuts.last().map_or(0, |c| c.end);
         let next_of = |cut: &Cut| match (cut.end == end_of_cuts, segment_end) {
@@ -48,7 +52,7 @@ impl Dispatcher {
             let mut total = 0;
             for cut in &cuts {
                 let requests = self.parse_cut(bytes, from, *cut)?;
-                self.apply(&requests, next_of(cut))?;
+                self.apply(&requests, from + cut.start as i64, next_of(cut))?;
                 total += requests.len();
             }
             total
@@ -57,7 +61,7 @@ impl Dispatcher {
         };
         if cuts.is_empty() {
             match segment_end {
-                Some(next) if next != from => self.apply(&[], next)?,
+                Some(next) if next != from => self.apply(&[], from, next)?,
                 _ => return Ok(Pass::Idle),
             }
         }
@@ -100,7 +104,7 @@ impl Dispatcher {
                     .recv()
                     .unwrap_or_else(|_| Err(corrupt(from, "a reput parser stopped".into())))
                     .and_then(|requests| {
-                        self.apply(&requests, next_of(cut))?;
+                        self.apply(&requests, from + cut.start as i64, next_of(cut))?;
                         Ok(requests.len())
                     });
                 match applied {

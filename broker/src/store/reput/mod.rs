@@ -2,6 +2,7 @@
 //! to the consume queue and the index, then wakes waiting readers.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,10 +17,12 @@ use rmq_store_file::index::IndexService;
 use rmq_store_file::StoreError;
 
 mod concurrent;
+pub(crate) mod shadow;
 
 use super::arrival::MessageArrivalListener;
 use super::SharedOffset;
-use crate::metrics::StoreMetrics;
+use crate::metrics::{LaneMetrics, Role};
+use shadow::{Shadow, ShadowBatch};
 
 /// Records dispatched in one pass at most (one consume-queue batch).
 const MAX_RECORDS_PER_PASS: usize = 4096;
@@ -52,16 +55,24 @@ pub(crate) enum Pass {
 #[derive(Debug)]
 pub(crate) struct Dispatcher {
     commit_log: Arc<CommitLog>,
-    cq: Arc<dyn ConsumeQueueStore>,
+    /// The backend this dispatcher writes; for the store's own dispatcher,
+    /// the serving one (swapped by a flip, under `pass_lock`).
+    cq: RwLock<Arc<dyn ConsumeQueueStore>>,
     index: Option<Arc<IndexService>>,
     /// For the delivery time a schedule-topic unit keeps as its tagsCode.
     delay_levels: DelayLevels,
-    metrics: StoreMetrics,
+    lane: RwLock<LaneMetrics>,
+    /// Passes stop before this CommitLog offset (a shadow catching up
+    /// stops where the serving dispatch is); `i64::MAX` for none.
+    until: AtomicI64,
+    /// A second backend fed every batch this one writes (the store's
+    /// dispatcher only).
+    shadow: Mutex<Option<Shadow>>,
     /// Parsers of a concurrent pass; 1 is the serial reput.
     parse_workers: usize,
     /// Where the next pass starts parsing; may run ahead of what the
     /// consume-queue backend has written.
-    parse_from: SharedOffset,
+    parse_from: Arc<SharedOffset>,
     visible: Arc<Visible>,
     pass_lock: Mutex<()>,
     /// Wakes the reput service after an append.
@@ -78,6 +89,9 @@ pub(crate) struct Dispatcher {
 /// wake when it moves, and the first write failure.
 #[derive(Debug)]
 struct Visible {
+    /// A serving backend's write failure poisons the CommitLog; a shadow's
+    /// only stops the shadow.
+    role: Role,
     offset: SharedOffset,
     listeners: RwLock<Vec<Arc<dyn MessageArrivalListener>>>,
     progress: Mutex<Option<String>>,
@@ -109,8 +123,10 @@ impl Visible {
             }
             Err(e) => {
                 let reason = format!("consume queue write failed: {e}");
-                // Appends would pile up undispatched; refuse them and say why.
-                commit_log.poison(reason.clone());
+                if self.role == Role::Serving {
+                    // Appends would pile up undispatched; refuse them and say why.
+                    commit_log.poison(reason.clone());
+                }
                 self.progress.lock().get_or_insert(reason);
                 self.progress_cv.notify_all();
             }
@@ -125,24 +141,31 @@ impl Dispatcher {
             .store(true, std::sync::atomic::Ordering::Release);
     }
 
+    /// A dispatcher writing `cq` in `role` from CommitLog offset
+    /// `reput_from`; only a serving one gets the index.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
+        role: Role,
         commit_log: Arc<CommitLog>,
         cq: Arc<dyn ConsumeQueueStore>,
         index: Option<Arc<IndexService>>,
         reput_from: i64,
         delay_levels: DelayLevels,
-        metrics: StoreMetrics,
+        lane: LaneMetrics,
         parse_workers: usize,
     ) -> Self {
         Self {
             commit_log,
-            cq,
+            cq: RwLock::new(cq),
             index,
             delay_levels,
-            metrics,
+            lane: RwLock::new(lane),
+            until: AtomicI64::new(i64::MAX),
+            shadow: Mutex::new(None),
             parse_workers: parse_workers.max(1),
-            parse_from: SharedOffset::new(reput_from),
+            parse_from: Arc::new(SharedOffset::new(reput_from)),
             visible: Arc::new(Visible {
+                role,
                 offset: SharedOffset::new(reput_from),
                 listeners: RwLock::new(Vec::new()),
                 progress: Mutex::new(None),
@@ -158,6 +181,22 @@ impl Dispatcher {
     /// CommitLog offset below which every record's units are readable.
     pub(crate) fn reput_from(&self) -> i64 {
         self.visible.offset.get()
+    }
+
+    /// Where the next pass starts: everything below it has been handed to
+    /// the backend (maybe not written yet).
+    pub(crate) fn parsed_to(&self) -> i64 {
+        self.parse_from.get()
+    }
+
+    /// The backend this dispatcher writes.
+    pub(crate) fn cq(&self) -> Arc<dyn ConsumeQueueStore> {
+        Arc::clone(&self.cq.read())
+    }
+
+    /// The first write failure, if any (then nothing more is published).
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.visible.progress.lock().clone()
     }
 
     /// Dispatch passes that failed and were retried.
@@ -205,7 +244,7 @@ impl Dispatcher {
                 Pass::Progress(n) => total += n as u64,
             }
             if self.parse_from.get() - flushed_at >= CATCH_UP_FLUSH_BYTES {
-                self.cq.flush()?;
+                self.cq().flush()?;
                 flushed_at = self.parse_from.get();
             }
             if let Some(reason) = self.visible.progress.lock().clone() {
@@ -235,7 +274,7 @@ impl Dispatcher {
         }
         if total > 0 {
             tracing::info!(records = total, elapsed_ms = started.elapsed().as_millis() as u64,
-                backend = %self.cq.backend(), "dispatch caught up");
+                backend = %self.cq().backend(), "dispatch caught up");
         }
         Ok(total)
     }
@@ -266,7 +305,11 @@ impl Dispatcher {
                 self.visible.offset.set(min);
             }
         }
-        (from < self.commit_log.max_offset()).then_some(from)
+        let end = self
+            .commit_log
+            .max_offset()
+            .min(self.until.load(Ordering::Acquire));
+        (from < end).then_some(from)
     }
 
     /// Parses the record at the start of `bytes` (CommitLog offset `at`)
@@ -295,15 +338,46 @@ impl Dispatcher {
         Ok(request)
     }
 
-    /// Hands the pass's units to the backend (which may write them later),
-    /// indexes the records, and moves the parse position on. Readers are
-    /// woken by the backend's completion callback, never before the write.
-    fn apply(&self, requests: &[DispatchRequest], next_from: i64) -> Result<(), StoreError> {
+    /// Hands the records `[from, next_from)` to the backend (which may
+    /// write them later) and to the shadow, indexes them, and moves the
+    /// parse position on. Readers are woken by the backend's completion
+    /// callback, never before the write.
+    fn apply(
+        &self,
+        requests: &[DispatchRequest],
+        from: i64,
+        next_from: i64,
+    ) -> Result<(), StoreError> {
         let puts: Vec<CqPut> = requests
             .iter()
             .filter(|r| r.goes_to_consume_queue())
             .map(CqPut::from)
             .collect();
+        if let Some(shadow) = self.shadow.lock().as_ref() {
+            shadow.offer(ShadowBatch {
+                from,
+                to: next_from,
+                puts: puts.clone(),
+            });
+        }
+        self.hand_over(puts, next_from);
+        if let Some(index) = &self.index {
+            for r in requests.iter().filter(|r| r.goes_to_index()) {
+                if let Err(e) = index.build_index(r) {
+                    // The index only serves queries by key; a failure there
+                    // must not stop consumption. Logged, and the pass goes on.
+                    tracing::warn!(offset = r.commit_log_offset, error = %e, "index build failed");
+                }
+            }
+        }
+        self.parse_from.set(next_from);
+        Ok(())
+    }
+
+    /// Gives `puts` (everything below `next_from`) to the backend; its
+    /// completion publishes `next_from` and wakes the readers of the queues
+    /// that grew.
+    fn hand_over(&self, puts: Vec<CqPut>, next_from: i64) {
         let mut arrived: HashMap<(&str, i32), i64> = HashMap::new();
         for p in &puts {
             let slot = arrived.entry((p.topic.as_str(), p.queue_id)).or_insert(0);
@@ -315,10 +389,10 @@ impl Dispatcher {
             .collect();
         let visible = Arc::clone(&self.visible);
         let commit_log = Arc::clone(&self.commit_log);
-        let metrics = self.metrics.clone();
+        let metrics = self.lane.read().clone();
         let store_times: Vec<i64> = puts.iter().map(|p| p.store_timestamp).collect();
         let handed_over = std::time::Instant::now();
-        self.cq.put_async(
+        self.cq().put_async(
             puts,
             next_from,
             Box::new(move |result| {
@@ -332,17 +406,6 @@ impl Dispatcher {
                 visible.written(&commit_log, result, next_from, arrived)
             }),
         );
-        if let Some(index) = &self.index {
-            for r in requests.iter().filter(|r| r.goes_to_index()) {
-                if let Err(e) = index.build_index(r) {
-                    // The index only serves queries by key; a failure there
-                    // must not stop consumption. Logged, and the pass goes on.
-                    tracing::warn!(offset = r.commit_log_offset, error = %e, "index build failed");
-                }
-            }
-        }
-        self.parse_from.set(next_from);
-        Ok(())
     }
 }
 

@@ -1,0 +1,120 @@
+//! This broker's own consume-queue backend codes (`rmq-admin cq ...`):
+//! RMQ_CQ_STATUS, RMQ_CQ_VERIFY, RMQ_CQ_ADD_SHADOW, RMQ_CQ_SERVE and
+//! RMQ_CQ_DROP_SHADOW. Answers are JSON bodies.
+
+use std::sync::Arc;
+
+use rmq_common::config::CqBackend;
+use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
+use serde::Serialize;
+
+use super::{blocking, json_success, Handled, Refusal};
+use crate::context::BrokerContext;
+use crate::store::{BackendStatus, CqAdminError, VerifyError, VerifyOptions};
+
+/// One backend in a status answer.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusRow {
+    backend: String,
+    role: &'static str,
+    written_to: i64,
+    behind_bytes: i64,
+    dropped_batches: u64,
+    failure: Option<String>,
+    queues: u64,
+    open_files: u64,
+    mapped_files: u64,
+}
+
+impl From<BackendStatus> for StatusRow {
+    fn from(s: BackendStatus) -> Self {
+        Self {
+            backend: s.backend.to_string(),
+            role: s.role.as_str(),
+            written_to: s.written_to,
+            behind_bytes: s.behind_bytes,
+            dropped_batches: s.dropped_batches,
+            failure: s.failure,
+            queues: s.stats.queues,
+            open_files: s.stats.open_files,
+            mapped_files: s.stats.mapped_files,
+        }
+    }
+}
+
+/// Answers one of the codes above.
+pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {
+    let store = Arc::clone(&ctx.store);
+    match code {
+        RequestCode::RmqCqStatus => {
+            let rows: Vec<StatusRow> = store.cq_status().into_iter().map(Into::into).collect();
+            json_success(&rows)
+        }
+        RequestCode::RmqCqVerify => {
+            let ext = req.ext();
+            let every = ext.get_i64("every")?.unwrap_or(1);
+            if every < 1 {
+                return Err(Refusal::new(
+                    ResponseCode::SystemError,
+                    format!("every must be at least 1 (1 compares every unit), got {every}"),
+                ));
+            }
+            let max_differences = ext.get_i32("maxDifferences")?.unwrap_or(20).max(1);
+            let opts = VerifyOptions {
+                every: every as u64,
+                max_differences: max_differences as usize,
+            };
+            let report = blocking(move || store.verify_consume_queues(opts))
+                .await?
+                .map_err(|e| match e {
+                    VerifyError::NoShadow => Refusal::new(ResponseCode::SystemError, e.to_string()),
+                    VerifyError::Store(e) => {
+                        Refusal::new(ResponseCode::SystemError, format!("verify failed: {e}"))
+                    }
+                })?;
+            json_success(&report)
+        }
+        RequestCode::RmqCqAddShadow | RequestCode::RmqCqServe => {
+            let backend = backend_field(req)?;
+            blocking(move || {
+                if code == RequestCode::RmqCqAddShadow {
+                    store.add_shadow(backend)
+                } else {
+                    store.serve(backend)
+                }
+            })
+            .await?
+            .map_err(refusal)?;
+            let rows: Vec<StatusRow> = ctx.store.cq_status().into_iter().map(Into::into).collect();
+            json_success(&rows)
+        }
+        RequestCode::RmqCqDropShadow => {
+            let dropped = blocking(move || store.drop_shadow())
+                .await?
+                .map_err(refusal)?;
+            json_success(&serde_json::json!({ "dropped": dropped.map(|b| b.to_string()) }))
+        }
+        _ => Err(Refusal::new(
+            ResponseCode::RequestCodeNotSupported,
+            format!("{code} is not a consume-queue backend code"),
+        )),
+    }
+}
+
+/// The `backend` field: file or rocksdb (RocketMQ's names accepted).
+fn backend_field(req: &RemotingCommand) -> Result<CqBackend, Refusal> {
+    let name = req.ext().req_str("backend")?;
+    match name.trim().to_ascii_lowercase().as_str() {
+        "file" | "default" => Ok(CqBackend::File),
+        "rocksdb" | "defaultrocksdb" => Ok(CqBackend::Rocksdb),
+        _ => Err(Refusal::new(
+            ResponseCode::SystemError,
+            format!("backend must be file or rocksdb, got {name:?}"),
+        )),
+    }
+}
+
+fn refusal(e: CqAdminError) -> Refusal {
+    Refusal::new(ResponseCode::SystemError, e.to_string())
+}
