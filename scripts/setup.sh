@@ -10,6 +10,14 @@ if ! ldconfig -p 2>/dev/null | grep -Eq 'libclang(-[0-9.]+)?\.so '; then
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq libclang-dev >/dev/null
 fi
+# The metrics test runs a real Prometheus and promtool (Debian's package;
+# its service is not started).
+if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+fi
 # The real-client test drives the npm package ali-ons (pure JavaScript).
 if [ ! -d tests/node/node_modules/ali-ons ]; then
     if ! command -v npm >/dev/null 2>&1; then

@@ -134,6 +134,15 @@ pub struct StatsViews {
     pub stats_day: StatsData,
 }
 
+/// Running totals, as [`StatsItems::totals`] reads them.
+#[derive(Debug, Default)]
+pub struct ItemTotals {
+    /// (topic, messages stored, bytes stored).
+    pub puts: Vec<(String, u64, u64)>,
+    /// (topic, group, messages pulled, bytes pulled).
+    pub gets: Vec<(String, String, u64, u64)>,
+}
+
 /// Last-minute rates, per second.
 #[derive(Debug, Default)]
 pub struct MinuteRates {
@@ -198,6 +207,26 @@ impl StatsItems {
         g.get_nums.counter.add(messages);
         g.get_size.counter.add(bytes);
         self.broker_get.counter.add(messages);
+    }
+
+    /// Running totals since start: per topic (messages, bytes) stored, and
+    /// per (topic, group) (messages, bytes) pulled.
+    pub fn totals(&self) -> ItemTotals {
+        let value = |i: &Item| i.counter.value.load(Ordering::Relaxed);
+        let mut out = ItemTotals::default();
+        for (topic, t) in self.topics.read().iter() {
+            out.puts
+                .push((topic.clone(), value(&t.put_nums), value(&t.put_size)));
+            for (group, g) in t.groups.read().iter() {
+                out.gets.push((
+                    topic.clone(),
+                    group.clone(),
+                    value(&g.get_nums),
+                    value(&g.get_size),
+                ));
+            }
+        }
+        out
     }
 
     /// A message of `topic` sent back for retry by `group`.

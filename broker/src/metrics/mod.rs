@@ -7,6 +7,8 @@
 //! by side (or in one test process) are told apart. Label values come from
 //! bounded sets only.
 
+mod describe;
+pub mod float;
 mod http;
 pub mod items;
 pub mod process;
@@ -59,6 +61,18 @@ pub mod names {
     pub const CQ_SHADOW_LAG_BYTES: &str = "rmq_cq_shadow_lag_bytes";
     /// CommitLog offset a backend has written up to.
     pub const CQ_DISPATCHED_OFFSET: &str = "rmq_cq_dispatched_offset";
+    /// Bytes a consume-queue backend holds in memory (maps, memtables,
+    /// block cache).
+    pub const CQ_MEMORY_BYTES: &str = "rmq_cq_memory_bytes";
+    /// Bytes a consume-queue backend's folder occupies on disk.
+    pub const CQ_DISK_BYTES: &str = "rmq_cq_disk_bytes";
+    /// Queues a consume-queue backend knows.
+    pub const CQ_QUEUES: &str = "rmq_cq_queues";
+    /// CommitLog bytes a consume-queue backend has not written yet.
+    pub const CQ_BEHIND_BYTES: &str = "rmq_cq_behind_bytes";
+    /// Batches the shadow's queue dropped (it read them from the CommitLog
+    /// instead).
+    pub const CQ_SHADOW_DROPPED_BATCHES_TOTAL: &str = "rmq_cq_shadow_dropped_batches_total";
     /// Consume-queue read latency.
     pub const CQ_READ_LATENCY_SECONDS: &str = "rmq_cq_read_latency_seconds";
     /// Consume-queue files open / mapped (file backend).
@@ -169,7 +183,10 @@ pub fn install() -> Option<&'static PrometheusHandle> {
             };
             let handle = recorder.handle();
             match metrics::set_global_recorder(recorder) {
-                Ok(()) => Some(handle),
+                Ok(()) => {
+                    describe::describe_all();
+                    Some(handle)
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "a metrics recorder is already installed; /metrics stays empty");
                     None
@@ -200,5 +217,6 @@ pub fn render_for(handle: &PrometheusHandle, broker: &str) -> String {
             out.push('\n');
         }
     }
+    out.push_str(&float::render(&needle));
     out
 }

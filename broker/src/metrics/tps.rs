@@ -71,7 +71,9 @@ impl BrokerStats {
                 s.yesterday = Some(old);
                 s.today = Some((day, put, get));
             }
-            None => s.today = Some((day, put, get)),
+            // The broker started today: everything it counted so far was
+            // counted today (the first sample may come after some traffic).
+            None => s.today = Some((day, 0, 0)),
         }
     }
 

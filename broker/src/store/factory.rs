@@ -1,7 +1,7 @@
 //! The single place that turns a backend name into a consume-queue store,
 //! and knows which folders each one keeps.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use rmq_common::config::CqBackend;
 use rmq_common::cq::{ConsumeQueueStore, MemoryConsumeQueueStore};
@@ -51,4 +51,27 @@ pub fn remove_backend_files(config: &StoreConfig, backend: CqBackend) -> Result<
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(StoreError::io(format!("remove {}", dir.display()), e)),
     }
+}
+
+/// (files, bytes allocated on disk) under `dir`: sparse and preallocated
+/// files count what they occupy, not their length.
+pub fn disk_use(dir: &Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let (mut files, mut bytes) = (0, 0);
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(md) = e.metadata() else { continue };
+            if md.is_dir() {
+                stack.push(e.path());
+            } else {
+                files += 1;
+                bytes += md.blocks() * 512;
+            }
+        }
+    }
+    (files, bytes)
 }

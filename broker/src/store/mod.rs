@@ -18,7 +18,7 @@ mod services;
 mod verify;
 
 pub use arrival::{MessageArrivalListener, QueueWaiters};
-pub use factory::{backend_dir, open_backend, open_consume_queue_store};
+pub use factory::{backend_dir, disk_use, open_backend, open_consume_queue_store};
 pub use filter::{MessageFilter, SubscriptionFilter, TagFilter};
 pub use get::{GetMessageResult, GetRequest, GetStatus, DEFAULT_MAX_BYTES};
 pub use lanes::{BackendStatus, CqAdminError, CqChoice, FlipError, FlipStep};

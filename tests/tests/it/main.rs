@@ -24,6 +24,7 @@ mod java_client;
 mod metrics;
 mod mqadmin;
 mod namesrv;
+mod prometheus;
 mod real_client;
 mod replication;
 mod reput_concurrent;

@@ -11,6 +11,7 @@ use rmq_common::StoreConfig;
 
 use super::reput::rebuild;
 use rmq_broker::metrics::process::ProcessStats;
+use rmq_broker::store::disk_use;
 use rmq_broker::MessageStore;
 
 /// Longest wait for reput to catch up after the last put.
@@ -161,28 +162,6 @@ pub fn run_cell(spec: &CellSpec) -> anyhow::Result<CellReport> {
         cq_files,
         cq_disk_bytes,
     })
-}
-
-/// (files, allocated bytes) under `dir`.
-fn disk_use(dir: &Path) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
-    let (mut files, mut bytes) = (0, 0);
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let Ok(md) = e.metadata() else { continue };
-            if md.is_dir() {
-                stack.push(e.path());
-            } else {
-                files += 1;
-                bytes += md.blocks() * 512;
-            }
-        }
-    }
-    (files, bytes)
 }
 
 /// The matrix.

@@ -1,12 +1,16 @@
 //! Gauges read from the broker's state: set every second by the broker's
 //! sampler task and once more right before each scrape.
 
+mod lanes;
+mod rocketmq;
+
+pub use rocketmq::rocketmq_names;
+
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use metrics::Label;
-use rmq_common::config::CqBackend;
 
 use crate::context::BrokerContext;
 use crate::metrics::names;
@@ -22,12 +26,29 @@ pub const CONSUMER_LAG_SERIES_MAX: usize = 50;
 pub struct Sampler {
     ctx: Arc<BrokerContext>,
     labels: Vec<Label>,
+    /// Bytes each consume-queue backend's folder holds on disk, re-read
+    /// every [`lanes::DISK_BYTES_EVERY`] (a walk of every queue folder).
+    disk_bytes: parking_lot::Mutex<lanes::DiskBytes>,
 }
 
 impl Sampler {
     /// A sampler for `ctx`, labelling with `labels` (`broker`, `backend`).
     pub fn new(ctx: Arc<BrokerContext>, labels: Vec<Label>) -> Self {
-        Self { ctx, labels }
+        Self {
+            ctx,
+            labels,
+            disk_bytes: parking_lot::Mutex::default(),
+        }
+    }
+
+    /// The `broker` label alone (series about one backend add their own
+    /// `backend`).
+    fn broker_label(&self) -> Label {
+        self.labels
+            .iter()
+            .find(|l| l.key() == "broker")
+            .cloned()
+            .unwrap_or_else(|| Label::new("broker", ""))
     }
 
     fn with(&self, extra: &[(&'static str, String)]) -> Vec<Label> {
@@ -52,8 +73,10 @@ impl Sampler {
         self.topic_rates();
         self.dispatch();
         self.replication();
-        self.consume_queue();
-        self.consumer_lag();
+        self.consume_queues();
+        let lag = self.lag_by_group();
+        self.consumer_lag(&lag);
+        self.rocketmq(&lag);
         self.services();
         self.process();
     }
@@ -79,32 +102,9 @@ impl Sampler {
         self.gauge(names::COMMITLOG_MIN_OFFSET, store.min_phy_offset() as f64);
     }
 
-    fn consume_queue(&self) {
-        let cq = self.ctx.store.consume_queue();
-        let stats = cq.stats();
-        self.gauge(names::CQ_OPEN_FILES, stats.open_files as f64);
-        self.gauge(names::CQ_MAPPED_FILES, stats.mapped_files as f64);
-        if cq.backend() == CqBackend::Rocksdb {
-            self.gauge(names::ROCKSDB_MEMTABLE_BYTES, stats.memtable_bytes as f64);
-            self.gauge(
-                names::ROCKSDB_PENDING_COMPACTION_BYTES,
-                stats.pending_compaction_bytes as f64,
-            );
-            self.gauge(
-                names::ROCKSDB_BLOCK_CACHE_USAGE_BYTES,
-                stats.block_cache_usage_bytes as f64,
-            );
-            self.gauge(names::ROCKSDB_WRITE_STALLED, stats.write_stalled as f64);
-            self.gauge(
-                names::ROCKSDB_WRITE_STALL_SECONDS_TOTAL,
-                stats.write_stall_micros as f64 / 1e6,
-            );
-        }
-    }
-
-    /// Lag per (group, topic), the largest [`CONSUMER_LAG_SERIES_MAX`] as
-    /// their own series and the rest summed.
-    fn consumer_lag(&self) {
+    /// Messages not consumed per (group, topic): the committed offsets'
+    /// distance to each queue's max.
+    fn lag_by_group(&self) -> HashMap<(String, String), i64> {
         let store = &self.ctx.store;
         let mut lag: HashMap<(String, String), i64> = HashMap::new();
         for (group, topic, queue, offset) in self.ctx.offsets.all() {
@@ -114,9 +114,20 @@ impl Sampler {
             let max = store.max_offset_in_queue(&topic, queue).unwrap_or(0);
             *lag.entry((group, topic)).or_default() += (max - offset).max(0);
         }
+        lag
+    }
+
+    /// Lag per (group, topic), the largest [`CONSUMER_LAG_SERIES_MAX`] as
+    /// their own series and the rest summed.
+    fn consumer_lag(&self, lag: &HashMap<(String, String), i64>) {
         let rows = lag
-            .into_iter()
-            .map(|((group, topic), l)| (vec![("group", group), ("topic", topic)], l as f64))
+            .iter()
+            .map(|((group, topic), l)| {
+                (
+                    vec![("group", group.clone()), ("topic", topic.clone())],
+                    *l as f64,
+                )
+            })
             .collect();
         self.capped(names::CONSUMER_LAG_MESSAGES, rows);
     }
@@ -242,7 +253,12 @@ impl Sampler {
             }
         }
         if let Some(cpu) = stats.cpu_seconds {
-            self.gauge(names::PROCESS_CPU_SECONDS_TOTAL, cpu);
+            crate::metrics::float::set(
+                names::PROCESS_CPU_SECONDS_TOTAL,
+                "User plus system CPU time of the process, seconds.",
+                &self.labels,
+                cpu,
+            );
         }
     }
 }

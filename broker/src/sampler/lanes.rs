@@ -1,0 +1,93 @@
+//! Gauges of each consume-queue backend of the store, serving and shadow,
+//! labelled `backend` and `role`: files and maps held, memory, bytes on
+//! disk, how far each has written and how far the shadow lags.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use metrics::Label;
+use rmq_common::config::CqBackend;
+
+use super::Sampler;
+use crate::metrics::{names, Role};
+use crate::store::{backend_dir, disk_use};
+
+/// How often a backend's folder is walked for its size.
+pub(super) const DISK_BYTES_EVERY: Duration = Duration::from_secs(15);
+
+/// Last walk of each backend's folder: when, and the bytes found.
+#[derive(Debug, Default)]
+pub(super) struct DiskBytes(HashMap<CqBackend, (Instant, u64)>);
+
+impl Sampler {
+    pub(super) fn consume_queues(&self) {
+        let status = self.ctx.store.cq_status();
+        let serving_at = status
+            .iter()
+            .find(|s| s.role == Role::Serving)
+            .map_or(0, |s| s.written_to);
+        for s in status {
+            let labels = vec![
+                self.broker_label(),
+                Label::new("backend", s.backend.as_str()),
+                Label::new("role", s.role.as_str()),
+            ];
+            let gauge = |name: &'static str, v: f64| metrics::gauge!(name, labels.clone()).set(v);
+            let st = &s.stats;
+            gauge(names::CQ_OPEN_FILES, st.open_files as f64);
+            gauge(names::CQ_MAPPED_FILES, st.mapped_files as f64);
+            gauge(
+                names::CQ_MEMORY_BYTES,
+                (st.mapped_bytes + st.memtable_bytes + st.block_cache_usage_bytes) as f64,
+            );
+            gauge(names::CQ_QUEUES, st.queues as f64);
+            gauge(names::CQ_DISPATCHED_OFFSET, s.written_to as f64);
+            gauge(names::CQ_BEHIND_BYTES, s.behind_bytes as f64);
+            if s.role == Role::Shadow {
+                gauge(
+                    names::CQ_SHADOW_LAG_BYTES,
+                    (serving_at - s.written_to).max(0) as f64,
+                );
+                metrics::counter!(names::CQ_SHADOW_DROPPED_BATCHES_TOTAL, labels.clone())
+                    .absolute(s.dropped_batches);
+            }
+            if let Some(bytes) = self.disk_bytes_of(s.backend) {
+                gauge(names::CQ_DISK_BYTES, bytes as f64);
+            }
+            if s.backend == CqBackend::Rocksdb {
+                gauge(names::ROCKSDB_MEMTABLE_BYTES, st.memtable_bytes as f64);
+                gauge(
+                    names::ROCKSDB_PENDING_COMPACTION_BYTES,
+                    st.pending_compaction_bytes as f64,
+                );
+                gauge(
+                    names::ROCKSDB_BLOCK_CACHE_USAGE_BYTES,
+                    st.block_cache_usage_bytes as f64,
+                );
+                gauge(names::ROCKSDB_WRITE_STALLED, st.write_stalled as f64);
+                crate::metrics::float::set(
+                    names::ROCKSDB_WRITE_STALL_SECONDS_TOTAL,
+                    "Time RocksDB spent stalling writes, seconds.",
+                    &labels,
+                    st.write_stall_micros as f64 / 1e6,
+                );
+            }
+        }
+    }
+
+    /// The backend's folder size, walked at most every
+    /// [`DISK_BYTES_EVERY`].
+    fn disk_bytes_of(&self, backend: CqBackend) -> Option<u64> {
+        let dir = backend_dir(self.ctx.store.config(), backend)?;
+        let mut cache = self.disk_bytes.lock();
+        match cache.0.get(&backend) {
+            // An empty folder is cheap to walk again (and is soon not).
+            Some((at, bytes)) if *bytes > 0 && at.elapsed() < DISK_BYTES_EVERY => Some(*bytes),
+            _ => {
+                let (_, bytes) = disk_use(&dir);
+                cache.0.insert(backend, (Instant::now(), bytes));
+                Some(bytes)
+            }
+        }
+    }
+}

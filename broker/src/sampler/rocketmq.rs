@@ -1,0 +1,187 @@
+//! The series Apache RocketMQ 5.x exports through its Prometheus exporter
+//! (`metricsExporterType=PROM`, OpenTelemetry Java 1.29), under the same
+//! names, units and labels, so dashboards and alerts written for it work
+//! here: besides this broker's `broker` label, every series carries
+//! `cluster`, `node_type="broker"` and `node_id` (the broker name), and the
+//! store's carry `storage_type="local"` and `storage_medium="disk"`.
+//!
+//! Counters are set from the broker's running totals (the same ones
+//! GET_BROKER_RUNTIME_INFO and VIEW_BROKER_STATS_DATA read), so the put and
+//! pull paths record nothing extra. As in RocketMQ, `%RETRY%` and `%DLQ%`
+//! topics are left out of the message counters; `message_type` follows the
+//! stored topic (the schedule topic is `delay`, the half topic
+//! `transaction`, anything else `normal`).
+
+use std::collections::HashMap;
+
+use metrics::Label;
+use rmq_common::constants::{
+    DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC, TRANS_HALF_TOPIC,
+};
+use rmq_common::names::is_system_topic;
+
+use super::Sampler;
+
+/// RocketMQ 5.x series names, as its Prometheus exporter writes them.
+pub mod rocketmq_names {
+    /// CommitLog bytes not yet dispatched to the consume queue.
+    pub const STORAGE_DISPATCH_BEHIND_BYTES: &str = "rocketmq_storage_dispatch_behind_bytes";
+    /// CommitLog bytes not yet flushed.
+    pub const STORAGE_FLUSH_BEHIND_BYTES: &str = "rocketmq_storage_flush_behind_bytes";
+    /// Used bytes of the file system holding the store.
+    pub const STORAGE_SIZE_BYTES: &str = "rocketmq_storage_size_bytes";
+    /// Age of the oldest stored message.
+    pub const STORAGE_MESSAGE_RESERVE_TIME_MS: &str =
+        "rocketmq_storage_message_reserve_time_milliseconds";
+    /// Messages stored, per topic.
+    pub const MESSAGES_IN_TOTAL: &str = "rocketmq_messages_in_total";
+    /// Stored bytes, per topic.
+    pub const THROUGHPUT_IN_TOTAL: &str = "rocketmq_throughput_in_total";
+    /// Messages pulled, per topic and group.
+    pub const MESSAGES_OUT_TOTAL: &str = "rocketmq_messages_out_total";
+    /// Pulled bytes, per topic and group.
+    pub const THROUGHPUT_OUT_TOTAL: &str = "rocketmq_throughput_out_total";
+    /// Messages not yet consumed, per group and topic.
+    pub const CONSUMER_LAG_MESSAGES: &str = "rocketmq_consumer_lag_messages";
+    /// Topics in the topic table.
+    pub const TOPIC_NUMBER: &str = "rocketmq_topic_number";
+    /// Subscription groups in the group table.
+    pub const CONSUMER_GROUP_NUMBER: &str = "rocketmq_consumer_group_number";
+}
+
+use rocketmq_names as n;
+
+/// RocketMQ's `metricsOtelCardinalityLimit` default: series of one name
+/// beyond it are not exported.
+const CARDINALITY_LIMIT: usize = 50_000;
+
+/// RocketMQ's system consumer groups start with this (case-insensitive).
+const SYSTEM_GROUP_PREFIX: &str = "CID_RMQ_SYS_";
+
+fn message_type(topic: &str) -> &'static str {
+    if topic == SCHEDULE_TOPIC {
+        "delay"
+    } else if topic == TRANS_HALF_TOPIC {
+        "transaction"
+    } else {
+        "normal"
+    }
+}
+
+fn counted(topic: &str) -> bool {
+    !topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) && !topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
+}
+
+fn system_group(group: &str) -> bool {
+    group.len() >= SYSTEM_GROUP_PREFIX.len()
+        && group[..SYSTEM_GROUP_PREFIX.len()].eq_ignore_ascii_case(SYSTEM_GROUP_PREFIX)
+}
+
+fn flag(b: bool) -> String {
+    b.to_string()
+}
+
+impl Sampler {
+    /// `broker` plus RocketMQ's common labels, then `extra`.
+    fn rocketmq_labels(&self, extra: &[(&'static str, String)]) -> Vec<Label> {
+        let broker = &self.ctx.settings.broker;
+        let mut l = vec![
+            self.broker_label(),
+            Label::new("cluster", broker.broker_cluster_name.clone()),
+            Label::new("node_type", "broker"),
+            Label::new("node_id", broker.broker_name.clone()),
+        ];
+        l.extend(extra.iter().map(|(k, v)| Label::new(*k, v.clone())));
+        l
+    }
+
+    pub(super) fn rocketmq(&self, lag: &HashMap<(String, String), i64>) {
+        self.rocketmq_storage();
+        self.rocketmq_traffic();
+        self.rocketmq_lag(lag);
+        let gauge = |name: &'static str, v: usize| {
+            metrics::gauge!(name, self.rocketmq_labels(&[])).set(v as f64);
+        };
+        gauge(n::TOPIC_NUMBER, self.ctx.topics.all().len());
+        gauge(n::CONSUMER_GROUP_NUMBER, self.ctx.groups.all().len());
+    }
+
+    fn rocketmq_storage(&self) {
+        let store = &self.ctx.store;
+        let labels = self.rocketmq_labels(&[
+            ("storage_type", "local".into()),
+            ("storage_medium", "disk".into()),
+        ]);
+        let gauge = |name: &'static str, v: f64| metrics::gauge!(name, labels.clone()).set(v);
+        gauge(
+            n::STORAGE_DISPATCH_BEHIND_BYTES,
+            store.dispatch_behind_bytes() as f64,
+        );
+        let log = store.commit_log();
+        gauge(
+            n::STORAGE_FLUSH_BEHIND_BYTES,
+            (log.max_offset() - log.flushed_offset()).max(0) as f64,
+        );
+        let root = &store.config().store_path_root_dir;
+        if let (Ok(total), Ok(free)) = (fs4::total_space(root), fs4::available_space(root)) {
+            if total > 0 {
+                gauge(n::STORAGE_SIZE_BYTES, total.saturating_sub(free) as f64);
+            }
+        }
+        if let Some(oldest) = store.store_time_at(store.min_phy_offset()) {
+            let age = store.clock().now_ms() - oldest;
+            if age > 0 {
+                gauge(n::STORAGE_MESSAGE_RESERVE_TIME_MS, age as f64);
+            }
+        }
+    }
+
+    fn rocketmq_traffic(&self) {
+        let totals = self.ctx.items.totals();
+        for (topic, messages, bytes) in totals
+            .puts
+            .into_iter()
+            .filter(|(t, m, _)| counted(t) && *m > 0)
+            .take(CARDINALITY_LIMIT)
+        {
+            let labels = self.rocketmq_labels(&[
+                ("topic", topic.clone()),
+                ("message_type", message_type(&topic).into()),
+                ("is_system", flag(is_system_topic(&topic))),
+            ]);
+            metrics::counter!(n::MESSAGES_IN_TOTAL, labels.clone()).absolute(messages);
+            metrics::counter!(n::THROUGHPUT_IN_TOTAL, labels).absolute(bytes);
+        }
+        for (topic, group, messages, bytes) in totals
+            .gets
+            .into_iter()
+            .filter(|(t, _, m, _)| counted(t) && *m > 0)
+            .take(CARDINALITY_LIMIT)
+        {
+            let system = is_system_topic(&topic) || system_group(&group);
+            let labels = self.rocketmq_labels(&[
+                ("topic", topic),
+                ("consumer_group", group),
+                ("is_system", flag(system)),
+            ]);
+            metrics::counter!(n::MESSAGES_OUT_TOTAL, labels.clone()).absolute(messages);
+            metrics::counter!(n::THROUGHPUT_OUT_TOTAL, labels).absolute(bytes);
+        }
+    }
+
+    /// Committed-offset lag per (group, topic), as RocketMQ's
+    /// ConsumerLagCalculator counts it for pull consumers.
+    fn rocketmq_lag(&self, lag: &HashMap<(String, String), i64>) {
+        let lag = lag.iter().filter(|((_, topic), _)| counted(topic));
+        for ((group, topic), l) in lag.take(CARDINALITY_LIMIT) {
+            let system = is_system_topic(topic) || system_group(group);
+            let labels = self.rocketmq_labels(&[
+                ("consumer_group", group.clone()),
+                ("topic", topic.clone()),
+                ("is_retry", flag(false)),
+                ("is_system", flag(system)),
+            ]);
+            metrics::gauge!(n::CONSUMER_LAG_MESSAGES, labels).set(*l as f64);
+        }
+    }
+}
