@@ -12,6 +12,7 @@ if [ "$#" -eq 0 ]; then
     bench reput --messages 5000 --queues 50
     bench ab --messages 2000 --producers 2 --mode async --queue-counts 4,40 \
         --rate-fraction 0.8 --plot target/ab-smoke.svg --json target/ab-smoke.json
+    bench ab --live --messages 2000 --producers 2 --mode async --queue-counts 4
     bench store --queue-counts 1,100 --messages 5000
     bench routes --topics 3000 --largest 1000 --seconds 1 --churn-ms 200
 fi

@@ -12,12 +12,15 @@ use super::Sampler;
 use crate::metrics::{names, Role};
 use crate::store::{backend_dir, disk_use};
 
-/// How often a backend's folder is walked for its size.
+/// How often a large backend folder (at least [`MANY_FILES`]) is walked
+/// for its size; a smaller one is walked at every sample.
 pub(super) const DISK_BYTES_EVERY: Duration = Duration::from_secs(15);
+/// Files beyond which a walk is too dear to repeat every second.
+const MANY_FILES: u64 = 10_000;
 
-/// Last walk of each backend's folder: when, and the bytes found.
+/// Last walk of each backend's folder: when, files and bytes found.
 #[derive(Debug, Default)]
-pub(super) struct DiskBytes(HashMap<CqBackend, (Instant, u64)>);
+pub(super) struct DiskBytes(HashMap<CqBackend, (Instant, u64, u64)>);
 
 impl Sampler {
     pub(super) fn consume_queues(&self) {
@@ -75,17 +78,18 @@ impl Sampler {
         }
     }
 
-    /// The backend's folder size, walked at most every
-    /// [`DISK_BYTES_EVERY`].
+    /// The backend's folder size (a large folder is walked at most every
+    /// [`DISK_BYTES_EVERY`]).
     fn disk_bytes_of(&self, backend: CqBackend) -> Option<u64> {
         let dir = backend_dir(self.ctx.store.config(), backend)?;
         let mut cache = self.disk_bytes.lock();
         match cache.0.get(&backend) {
-            // An empty folder is cheap to walk again (and is soon not).
-            Some((at, bytes)) if *bytes > 0 && at.elapsed() < DISK_BYTES_EVERY => Some(*bytes),
+            Some((at, files, bytes)) if *files >= MANY_FILES && at.elapsed() < DISK_BYTES_EVERY => {
+                Some(*bytes)
+            }
             _ => {
-                let (_, bytes) = disk_use(&dir);
-                cache.0.insert(backend, (Instant::now(), bytes));
+                let (files, bytes) = disk_use(&dir);
+                cache.0.insert(backend, (Instant::now(), files, bytes));
                 Some(bytes)
             }
         }

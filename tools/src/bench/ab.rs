@@ -49,7 +49,7 @@ pub struct AbRow {
     pub report: LoadReport,
 }
 
-fn flush_name(f: FlushDiskType) -> &'static str {
+pub(crate) fn flush_name(f: FlushDiskType) -> &'static str {
     match f {
         FlushDiskType::AsyncFlush => "ASYNC_FLUSH",
         FlushDiskType::SyncFlush => "SYNC_FLUSH",

@@ -6,6 +6,7 @@ pub mod ab;
 pub mod consumer;
 pub mod ha;
 pub mod latency;
+pub mod live;
 pub mod load;
 pub mod plot;
 pub mod producer;

@@ -52,12 +52,29 @@ impl Exposition {
             .reduce(f64::max)
     }
 
+    /// The sum of every series named `name` whose labels include `sel`.
+    pub fn sum_where(&self, name: &str, sel: &[(&str, &str)]) -> f64 {
+        self.lines
+            .iter()
+            .filter(|(n, l, _)| n == name && matches(l, sel))
+            .fold(0.0, |sum, (_, _, v)| sum + v)
+    }
+
     /// The cumulative buckets of histogram `name` (summed over its other
     /// labels), as (upper bound, count) sorted by bound.
     pub fn buckets(&self, name: &str) -> Vec<(f64, f64)> {
+        self.buckets_where(name, &[])
+    }
+
+    /// [`Exposition::buckets`] of the series whose labels include `sel`.
+    pub fn buckets_where(&self, name: &str, sel: &[(&str, &str)]) -> Vec<(f64, f64)> {
         let bucket = format!("{name}_bucket");
         let mut out: Vec<(f64, f64)> = Vec::new();
-        for (_, labels, v) in self.lines.iter().filter(|(n, _, _)| *n == bucket) {
+        for (_, labels, v) in self
+            .lines
+            .iter()
+            .filter(|(n, l, _)| *n == bucket && matches(l, sel))
+        {
             let Some(le) = label(labels, "le") else {
                 continue;
             };
@@ -77,6 +94,10 @@ impl Exposition {
         out.sort_by(|a, b| a.0.total_cmp(&b.0));
         out
     }
+}
+
+fn matches(labels: &str, sel: &[(&str, &str)]) -> bool {
+    sel.iter().all(|(k, v)| label(labels, k) == Some(*v))
 }
 
 fn label<'a>(labels: &'a str, key: &str) -> Option<&'a str> {

@@ -21,7 +21,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use rmq_common::config::CqBackend;
 use rmq_common::FlushDiskType;
-use rmq_tools::bench::{ab, ha, load, report, reput, routes, store, LoadSpec};
+use rmq_tools::bench::{ab, ha, live, load, report, reput, routes, store, LoadSpec};
 
 #[derive(Debug, Parser)]
 #[command(name = "rmq-bench", version)]
@@ -72,6 +72,10 @@ enum Cmd {
         /// Also write every row as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// One broker whose reput feeds both backends (the first serving,
+        /// the second its shadow), each backend's figures from that one run.
+        #[arg(long)]
+        live: bool,
     },
     /// A broker alone, an ASYNC_MASTER and a SYNC_MASTER with a slave each
     /// (in this process, fresh stores) under one load, side by side.
@@ -239,6 +243,7 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
             dir,
             plot,
             json,
+            live,
         } => {
             let plan = ab::AbPlan {
                 spec,
@@ -249,9 +254,16 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
                 dir,
                 plot,
             };
-            let rows = ab::run(&plan).await?;
-            if let Some(path) = json {
-                report::write_json(&path, &rows)?;
+            if live {
+                let rows = live::run(&plan).await?;
+                if let Some(path) = json {
+                    report::write_json(&path, &rows)?;
+                }
+            } else {
+                let rows = ab::run(&plan).await?;
+                if let Some(path) = json {
+                    report::write_json(&path, &rows)?;
+                }
             }
         }
         Cmd::Ha {
