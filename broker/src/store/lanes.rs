@@ -195,9 +195,11 @@ impl MessageStore {
             return false;
         }
         let left = deadline.saturating_duration_since(std::time::Instant::now());
+        // Waited on outside the shadow's lock, which the serving dispatch
+        // takes for every batch.
         self.dispatcher
-            .with_shadow(|s| s.wait_written_to(target, left))
-            .unwrap_or(false)
+            .with_shadow(Shadow::lane)
+            .is_some_and(|lane| lane.wait_reput_to(target, left))
     }
 
     /// Adds `backend` as the shadow of a running store: any files it left

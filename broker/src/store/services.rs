@@ -12,6 +12,7 @@ use rmq_store_file::root::Checkpoint;
 use rmq_store_file::StoreError;
 
 use super::clean::Cleaner;
+use super::reput::shadow::Shadow;
 use super::reput::{spawn_reput, Dispatcher};
 use super::MessageStore;
 
@@ -80,7 +81,9 @@ impl FlushTargets {
                 .poison(format!("consume queue flush failed: {e}"));
             return Err(e.into());
         }
-        if let Some(Err(e)) = self.dispatcher.with_shadow(|s| s.cq().flush()) {
+        // Flushed outside the shadow's lock: the serving dispatch takes it
+        // for every batch.
+        if let Some(Err(e)) = self.dispatcher.with_shadow(Shadow::cq).map(|cq| cq.flush()) {
             tracing::warn!(error = %e, "shadow consume queue flush failed");
         }
         self.checkpoint.set_logics_ms(logics_ts);

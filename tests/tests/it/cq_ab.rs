@@ -423,3 +423,49 @@ fn kill_9_at_each_flip_step_file_to_rocksdb() {
 fn kill_9_at_each_flip_step_rocksdb_to_file() {
     flip_crash(CqBackend::Rocksdb, CqBackend::File);
 }
+
+/// A shadow added to a store whose log is far longer than the 4 MiB the
+/// catch-up yields to, while puts go on, catches up; and waiting for it
+/// blocks neither the serving dispatch nor the shadow.
+#[test]
+fn a_shadow_added_to_a_busy_store_catches_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = small_config(dir.path(), CqBackend::File);
+    config.mapped_file_size_commit_log_bytes = 16 * 1024 * 1024;
+    let store = Arc::new(open_store(&config).unwrap());
+    let body = vec![b'x'; 1000];
+    // 100 MB of log: building it takes longer than the writer below needs
+    // to put the 4 MiB the catch-up yields to.
+    for i in 0..100_000 {
+        store
+            .put_message(&message("Busy", i % 4, body.clone()))
+            .unwrap();
+    }
+    wait_dispatched(&store);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (store, stop, body) = (Arc::clone(&store), Arc::clone(&stop), body.clone());
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !stop.load(Ordering::Acquire) && n < 50_000 {
+                store
+                    .put_message(&message("Busy", n % 4, body.clone()))
+                    .unwrap();
+                n += 1;
+            }
+        })
+    };
+    store.add_shadow(CqBackend::Rocksdb).unwrap();
+    let caught_up = store.wait_shadow_caught_up(CATCH_UP);
+    let status = store.cq_status();
+    stop.store(true, Ordering::Release);
+    writer.join().unwrap();
+    assert!(caught_up, "{status:?}");
+    wait_dispatched(&store);
+    assert!(store.wait_shadow_caught_up(CATCH_UP));
+    let report = store
+        .verify_consume_queues(VerifyOptions::default())
+        .unwrap();
+    assert!(report.equal(), "{report:?}");
+    assert!(report.units_compared >= 100_000, "{report:?}");
+}

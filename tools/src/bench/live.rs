@@ -252,3 +252,137 @@ fn print_table(spec: &LoadSpec, rows: &[LiveRow]) {
         }
     }
 }
+
+/// What adding a shadow to a running broker cost its serving backend.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CatchUpRow {
+    /// "ASYNC_FLUSH" or "SYNC_FLUSH".
+    pub flush: &'static str,
+    /// Serving engine.
+    pub serving: &'static str,
+    /// The shadow added.
+    pub shadow: &'static str,
+    /// CommitLog bytes the shadow had to build from when it was added.
+    pub log_bytes: i64,
+    /// Open-loop rate of both paced runs, messages/s.
+    pub rate: u64,
+    /// The paced run with nothing else going on.
+    pub baseline: LoadReport,
+    /// The same run with the shadow added at its start.
+    pub with_catch_up: LoadReport,
+    /// From the add to the shadow having written everything, seconds.
+    pub catch_up_s: f64,
+}
+
+/// Fills a broker's log with `spec`, then runs the same load open loop at
+/// 80 % of that rate twice: alone, and with `shadow` added at its start;
+/// prints the serving backend's dispatch figures of both.
+pub async fn catch_up(plan: &AbPlan) -> anyhow::Result<Vec<CatchUpRow>> {
+    let [serving, shadow] = plan.backends[..] else {
+        anyhow::bail!("--catch-up takes two backends: the serving one, then the shadow to add");
+    };
+    let mut rows = Vec::new();
+    for &flush in &plan.flushes {
+        let dir = match &plan.dir {
+            Some(parent) => tempfile::tempdir_in(parent)?,
+            None => tempfile::tempdir()?,
+        };
+        let settings = Settings {
+            broker: BrokerConfig {
+                broker_name: "bench-catch-up".into(),
+                listen_port: 0,
+                namesrv_listen_port: -1,
+                metrics_port: 0,
+                ..BrokerConfig::default()
+            },
+            store: StoreConfig {
+                consume_queue_store: serving,
+                flush_disk_type: flush,
+                // Keep the whole log the shadow is to build from, however
+                // full the machine's disk already is.
+                disk_max_used_space_ratio_pct: 95,
+                disk_space_clean_forcibly_ratio_pct: 99,
+                disk_space_warning_level_ratio_pct: 99,
+                ..StoreConfig::with_root(dir.path())
+            },
+        };
+        let broker = Broker::start(settings).await?;
+        let metrics = broker.metrics_addr();
+        eprintln!("== catch-up: fill the log ({serving} serving)");
+        let fill = load::run(broker.addr(), metrics, &plan.spec).await?;
+        let rate = ((fill.send_rate * 0.8) as u64).max(1);
+        let paced = LoadSpec {
+            rate: Some(rate),
+            warmup: false,
+            ..plan.spec.clone()
+        };
+        eprintln!("== catch-up: paced at {rate} msgs/s, alone");
+        let baseline = load::run(broker.addr(), metrics, &paced).await?;
+        let store = Arc::clone(&broker.context().store);
+        let log_bytes = store.max_phy_offset() - store.min_phy_offset();
+        eprintln!("== catch-up: paced at {rate} msgs/s, {shadow} added at the start ({log_bytes} bytes of log)");
+        let added = Instant::now();
+        let add = {
+            let store = Arc::clone(&store);
+            tokio::task::spawn_blocking(move || -> anyhow::Result<f64> {
+                store.add_shadow(shadow)?;
+                anyhow::ensure!(
+                    store.wait_shadow_caught_up(CATCH_UP_WAIT),
+                    "the shadow did not catch up within {CATCH_UP_WAIT:?}"
+                );
+                Ok(added.elapsed().as_secs_f64())
+            })
+        };
+        let with_catch_up = load::run(broker.addr(), metrics, &paced).await?;
+        let catch_up_s = add.await??;
+        broker.shutdown().await;
+        rows.push(CatchUpRow {
+            flush: flush_name(flush),
+            serving: serving.as_str(),
+            shadow: shadow.as_str(),
+            log_bytes,
+            rate,
+            baseline,
+            with_catch_up,
+            catch_up_s,
+        });
+    }
+    println!("a shadow added to a running broker: the serving backend's dispatch, paced run alone vs the same run while the shadow builds");
+    println!(
+        "{:<11} {:<8} {:<8} {:>9} {:>8} {:<13} {:>9} {:>13} {:>11} {:>9} {:>10}",
+        "flush",
+        "serving",
+        "shadow",
+        "log MiB",
+        "rate",
+        "run",
+        "sent/s",
+        "behind max KiB",
+        "lag max s",
+        "disp p99",
+        "catch-up s"
+    );
+    for r in &rows {
+        for (name, rep, c) in [
+            ("alone", &r.baseline, None),
+            ("with catch-up", &r.with_catch_up, Some(r.catch_up_s)),
+        ] {
+            let d = rep.dispatch.as_ref();
+            println!(
+                "{:<11} {:<8} {:<8} {:>9.0} {:>8} {:<13} {:>9.0} {:>13.1} {:>11.3} {:>9} {:>10}",
+                r.flush,
+                r.serving,
+                r.shadow,
+                r.log_bytes as f64 / 1048576.0,
+                r.rate,
+                name,
+                rep.send_rate,
+                d.map_or(0.0, |d| d.behind_max_bytes) / 1024.0,
+                d.map_or(0.0, |d| d.lag_max_s),
+                super::report::secs_text(d.and_then(|d| d.delay_p99_s)),
+                c.map_or("-".into(), |c| format!("{c:.1}")),
+            );
+        }
+    }
+    Ok(rows)
+}

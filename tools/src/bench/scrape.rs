@@ -212,7 +212,13 @@ impl DispatchProbe {
             self.cpu_first.get_or_insert(cpu);
             self.cpu_last = Some(cpu);
         }
-        let buckets = e.buckets(names::DISPATCH_DELAY_SECONDS);
+        // The serving backend's: a shadow's catch-up records old messages.
+        let serving = e.buckets_where(names::DISPATCH_DELAY_SECONDS, &[("role", "serving")]);
+        let buckets = if serving.is_empty() {
+            e.buckets(names::DISPATCH_DELAY_SECONDS)
+        } else {
+            serving
+        };
         if self.first.is_none() {
             self.first = Some(buckets.clone());
         }

@@ -76,6 +76,12 @@ enum Cmd {
         /// the second its shadow), each backend's figures from that one run.
         #[arg(long)]
         live: bool,
+        /// Fill one broker's log, then run the load open loop at 80 % of its
+        /// rate alone and again while the second backend is added as a
+        /// shadow and built from that log: what catching up costs the
+        /// serving backend's dispatch.
+        #[arg(long, conflicts_with = "live")]
+        catch_up: bool,
     },
     /// A broker alone, an ASYNC_MASTER and a SYNC_MASTER with a slave each
     /// (in this process, fresh stores) under one load, side by side.
@@ -244,6 +250,7 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
             plot,
             json,
             live,
+            catch_up,
         } => {
             let plan = ab::AbPlan {
                 spec,
@@ -254,7 +261,12 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
                 dir,
                 plot,
             };
-            if live {
+            if catch_up {
+                let rows = live::catch_up(&plan).await?;
+                if let Some(path) = json {
+                    report::write_json(&path, &rows)?;
+                }
+            } else if live {
                 let rows = live::run(&plan).await?;
                 if let Some(path) = json {
                     report::write_json(&path, &rows)?;

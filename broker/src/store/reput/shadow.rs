@@ -142,9 +142,9 @@ impl Shadow {
         self.lane.reput_from()
     }
 
-    /// Blocks until the shadow has written everything below `target`.
-    pub(crate) fn wait_written_to(&self, target: i64, timeout: Duration) -> bool {
-        self.lane.wait_reput_to(target, timeout)
+    /// Its dispatcher, to wait on without holding the shadow's lock.
+    pub(crate) fn lane(&self) -> Arc<Dispatcher> {
+        Arc::clone(&self.lane)
     }
 
     /// Batches dropped because the shadow's queue was full.
@@ -355,7 +355,8 @@ impl Dispatcher {
         self.shadow.lock().take()
     }
 
-    /// Runs `f` on the shadow, if there is one.
+    /// Runs `f` on the shadow, if there is one. The serving dispatch takes
+    /// this lock for every batch: `f` must not block.
     pub(crate) fn with_shadow<R>(&self, f: impl FnOnce(&Shadow) -> R) -> Option<R> {
         self.shadow.lock().as_ref().map(f)
     }
@@ -392,17 +393,18 @@ impl Dispatcher {
         if !self.wait_reput_to(at, timeout) {
             return Err(behind("serving", serving.backend(), self.reput_from()));
         }
+        let (lane, backend, failure) = self
+            .with_shadow(|s| (s.lane(), s.backend(), s.failure()))
+            .ok_or(FlipError::NoShadow)?;
+        if let Some(reason) = failure {
+            return Err(FlipError::ShadowFailed { backend, reason });
+        }
+        // Waited on without the shadow's lock (the cq flush and the metrics
+        // take it); dispatch is paused by the pass lock.
+        if !lane.wait_reput_to(at, timeout) {
+            return Err(behind("shadow", backend, lane.reput_from()));
+        }
         let mut slot = self.shadow.lock();
-        let shadow = slot.as_ref().ok_or(FlipError::NoShadow)?;
-        if let Some(reason) = shadow.failure() {
-            return Err(FlipError::ShadowFailed {
-                backend: shadow.backend(),
-                reason,
-            });
-        }
-        if !shadow.wait_written_to(at, timeout) {
-            return Err(behind("shadow", shadow.backend(), shadow.written_to()));
-        }
         let Some(shadow) = slot.take() else {
             return Err(FlipError::NoShadow);
         };
