@@ -66,6 +66,28 @@ pub struct LiveRow {
     pub lanes: Vec<LiveLane>,
 }
 
+/// A fresh store folder under `--dir` (or the system's temp folder).
+fn temp_dir(plan: &AbPlan) -> std::io::Result<tempfile::TempDir> {
+    match &plan.dir {
+        Some(parent) => tempfile::tempdir_in(parent),
+        None => tempfile::tempdir(),
+    }
+}
+
+/// A broker on free ports, without a NameServer, with `store`.
+fn settings(name: &str, store: StoreConfig) -> Settings {
+    Settings {
+        broker: BrokerConfig {
+            broker_name: name.into(),
+            listen_port: 0,
+            namesrv_listen_port: -1,
+            metrics_port: 0,
+            ..BrokerConfig::default()
+        },
+        store,
+    }
+}
+
 impl Exposition {
     /// The value of `name` on the series with `backend` (any role).
     fn lane_value(&self, name: &str, backend: &str) -> f64 {
@@ -80,26 +102,17 @@ async fn run_cell(
     flush: FlushDiskType,
     spec: &LoadSpec,
 ) -> anyhow::Result<LiveRow> {
-    let dir = match &plan.dir {
-        Some(parent) => tempfile::tempdir_in(parent)?,
-        None => tempfile::tempdir()?,
-    };
-    let settings = Settings {
-        broker: BrokerConfig {
-            broker_name: "bench-live".into(),
-            listen_port: 0,
-            namesrv_listen_port: -1,
-            metrics_port: 0,
-            ..BrokerConfig::default()
-        },
-        store: StoreConfig {
+    let dir = temp_dir(plan)?;
+    let broker = Broker::start(settings(
+        "bench-live",
+        StoreConfig {
             consume_queue_store: serving,
             shadow_consume_queue_store: Some(shadow),
             flush_disk_type: flush,
             ..StoreConfig::with_root(dir.path())
         },
-    };
-    let broker = Broker::start(settings).await?;
+    ))
+    .await?;
     let metrics = broker
         .metrics_addr()
         .ok_or_else(|| anyhow::anyhow!("the broker has no metrics endpoint"))?;
@@ -283,19 +296,10 @@ pub async fn catch_up(plan: &AbPlan) -> anyhow::Result<Vec<CatchUpRow>> {
     };
     let mut rows = Vec::new();
     for &flush in &plan.flushes {
-        let dir = match &plan.dir {
-            Some(parent) => tempfile::tempdir_in(parent)?,
-            None => tempfile::tempdir()?,
-        };
-        let settings = Settings {
-            broker: BrokerConfig {
-                broker_name: "bench-catch-up".into(),
-                listen_port: 0,
-                namesrv_listen_port: -1,
-                metrics_port: 0,
-                ..BrokerConfig::default()
-            },
-            store: StoreConfig {
+        let dir = temp_dir(plan)?;
+        let broker = Broker::start(settings(
+            "bench-catch-up",
+            StoreConfig {
                 consume_queue_store: serving,
                 flush_disk_type: flush,
                 // Keep the whole log the shadow is to build from, however
@@ -305,8 +309,8 @@ pub async fn catch_up(plan: &AbPlan) -> anyhow::Result<Vec<CatchUpRow>> {
                 disk_space_warning_level_ratio_pct: 99,
                 ..StoreConfig::with_root(dir.path())
             },
-        };
-        let broker = Broker::start(settings).await?;
+        ))
+        .await?;
         let metrics = broker.metrics_addr();
         eprintln!("== catch-up: fill the log ({serving} serving)");
         let fill = load::run(broker.addr(), metrics, &plan.spec).await?;
