@@ -61,11 +61,20 @@ where
     let name: Option<String> = Option::deserialize(d)?;
     match name.as_deref().map(str::trim) {
         None | Some("") => Ok(None),
-        Some(n) if n.eq_ignore_ascii_case("none") => Ok(None),
+        Some(n) if n.eq_ignore_ascii_case("none") || n == "null" => Ok(None),
         Some(n) => {
             CqBackend::deserialize(serde::de::value::StrDeserializer::<D::Error>::new(n)).map(Some)
         }
     }
+}
+
+/// `shadowConsumeQueueStore` as written back (GET_BROKER_CONFIG): the
+/// engine's name, or empty for none.
+fn optional_backend_name<S>(v: &Option<CqBackend>, s: S) -> Result<S::Ok, S::Error>
+where
+    S: serde::Serializer,
+{
+    s.serialize_str(v.map_or("", |b| b.as_str()))
 }
 
 /// Bytes in a consume-queue unit.
@@ -121,7 +130,10 @@ pub struct StoreConfig {
     /// reads, to compare against (or migrate to) the serving one; empty:
     /// none. `config/cqBackends.json`, once written by a runtime flip,
     /// overrides this and `consumeQueueStore`.
-    #[serde(deserialize_with = "optional_backend")]
+    #[serde(
+        deserialize_with = "optional_backend",
+        serialize_with = "optional_backend_name"
+    )]
     pub shadow_consume_queue_store: Option<CqBackend>,
     /// Build the key index (query by key / UNIQ_KEY).
     pub message_index_enable: bool,

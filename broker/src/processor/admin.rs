@@ -241,6 +241,17 @@ pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingC
                     .into_iter()
                     .map(|(k, v)| (k.to_owned(), v)),
             );
+            // The backends in use, which a runtime flip may have changed.
+            lines.insert(
+                "consumeQueueStore".into(),
+                ctx.store.serving_backend().to_string(),
+            );
+            lines.insert(
+                "shadowConsumeQueueStore".into(),
+                ctx.store
+                    .shadow_consume_queue()
+                    .map_or(String::new(), |c| c.backend().to_string()),
+            );
             let text: Vec<String> = lines.iter().map(|(k, v)| format!("{k}={v}")).collect();
             Ok(success().with_body(text.join("\n").into_bytes()))
         }

@@ -175,6 +175,13 @@ async fn migrate_under_load(serving: CqBackend, shadow: CqBackend) {
 
     cq_admin::serve(&conn, addr, shadow.as_str()).await.unwrap();
     assert_eq!(store.serving_backend(), shadow);
+    let config = rmq_tools::admin::broker_config(&conn, addr).await.unwrap();
+    let line = |l: String| config.lines().any(|c| c == l);
+    assert!(
+        line(format!("consumeQueueStore={shadow}"))
+            && line(format!("shadowConsumeQueueStore={serving}")),
+        "{config}"
+    );
     let status = cq_admin::status(&conn, addr).await.unwrap();
     assert!(
         status
