@@ -34,6 +34,40 @@ pub struct AbPlan {
     pub plot: Option<PathBuf>,
 }
 
+impl AbPlan {
+    /// The queue counts to run: the given ones, or the spec's own.
+    pub(crate) fn queue_counts(&self) -> Vec<usize> {
+        if self.queue_counts.is_empty() {
+            vec![self.spec.total_queues()]
+        } else {
+            self.queue_counts.clone()
+        }
+    }
+
+    /// A fresh store folder under `--dir` (or the system's temp folder).
+    pub(crate) fn temp_dir(&self) -> std::io::Result<tempfile::TempDir> {
+        match &self.dir {
+            Some(parent) => tempfile::tempdir_in(parent),
+            None => tempfile::tempdir(),
+        }
+    }
+}
+
+/// A bench broker named `name` on free ports, without a NameServer, with
+/// `store`.
+pub(crate) fn settings(name: &str, store: StoreConfig) -> Settings {
+    Settings {
+        broker: BrokerConfig {
+            broker_name: name.into(),
+            listen_port: 0,
+            namesrv_listen_port: -1,
+            metrics_port: 0,
+            ..BrokerConfig::default()
+        },
+        store,
+    }
+}
+
 /// One run in the comparison.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct AbRow {
@@ -63,25 +97,16 @@ async fn one(
     flush: FlushDiskType,
     spec: &LoadSpec,
 ) -> anyhow::Result<LoadReport> {
-    let dir = match &plan.dir {
-        Some(parent) => tempfile::tempdir_in(parent)?,
-        None => tempfile::tempdir()?,
-    };
-    let settings = Settings {
-        broker: BrokerConfig {
-            broker_name: format!("bench-{}", backend.as_str()),
-            listen_port: 0,
-            namesrv_listen_port: -1,
-            metrics_port: 0,
-            ..BrokerConfig::default()
-        },
-        store: StoreConfig {
+    let dir = plan.temp_dir()?;
+    let broker = Broker::start(settings(
+        &format!("bench-{}", backend.as_str()),
+        StoreConfig {
             consume_queue_store: backend,
             flush_disk_type: flush,
             ..StoreConfig::with_root(dir.path())
         },
-    };
-    let broker = Broker::start(settings).await?;
+    ))
+    .await?;
     eprintln!(
         "== {} {} {} queues{}",
         backend.as_str(),
@@ -96,11 +121,7 @@ async fn one(
 
 /// Runs the plan and prints the table; returns every row.
 pub async fn run(plan: &AbPlan) -> anyhow::Result<Vec<AbRow>> {
-    let counts = if plan.queue_counts.is_empty() {
-        vec![plan.spec.total_queues()]
-    } else {
-        plan.queue_counts.clone()
-    };
+    let counts = plan.queue_counts();
     let mut rows: Vec<AbRow> = Vec::new();
     for &flush in &plan.flushes {
         for &count in &counts {

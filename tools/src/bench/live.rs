@@ -9,12 +9,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmq_broker::broker::Broker;
-use rmq_broker::config::{BrokerConfig, Settings};
 use rmq_broker::metrics::names;
 use rmq_common::config::CqBackend;
 use rmq_common::{FlushDiskType, StoreConfig};
 
-use super::ab::{flush_name, AbPlan};
+use super::ab::{flush_name, settings, AbPlan};
 use super::load::{self, LoadReport};
 use super::scrape::{quantile_between, scrape, Exposition};
 use super::spec::LoadSpec;
@@ -66,28 +65,6 @@ pub struct LiveRow {
     pub lanes: Vec<LiveLane>,
 }
 
-/// A fresh store folder under `--dir` (or the system's temp folder).
-fn temp_dir(plan: &AbPlan) -> std::io::Result<tempfile::TempDir> {
-    match &plan.dir {
-        Some(parent) => tempfile::tempdir_in(parent),
-        None => tempfile::tempdir(),
-    }
-}
-
-/// A broker on free ports, without a NameServer, with `store`.
-fn settings(name: &str, store: StoreConfig) -> Settings {
-    Settings {
-        broker: BrokerConfig {
-            broker_name: name.into(),
-            listen_port: 0,
-            namesrv_listen_port: -1,
-            metrics_port: 0,
-            ..BrokerConfig::default()
-        },
-        store,
-    }
-}
-
 impl Exposition {
     /// The value of `name` on the series with `backend` (any role).
     fn lane_value(&self, name: &str, backend: &str) -> f64 {
@@ -102,7 +79,7 @@ async fn run_cell(
     flush: FlushDiskType,
     spec: &LoadSpec,
 ) -> anyhow::Result<LiveRow> {
-    let dir = temp_dir(plan)?;
+    let dir = plan.temp_dir()?;
     let broker = Broker::start(settings(
         "bench-live",
         StoreConfig {
@@ -208,11 +185,7 @@ pub async fn run(plan: &AbPlan) -> anyhow::Result<Vec<LiveRow>> {
         anyhow::bail!("--live takes two backends: the serving one, then the shadow");
     };
     anyhow::ensure!(serving != shadow, "--live needs two different backends");
-    let counts = if plan.queue_counts.is_empty() {
-        vec![plan.spec.total_queues()]
-    } else {
-        plan.queue_counts.clone()
-    };
+    let counts = plan.queue_counts();
     let mut rows = Vec::new();
     for &flush in &plan.flushes {
         for &count in &counts {
@@ -296,7 +269,7 @@ pub async fn catch_up(plan: &AbPlan) -> anyhow::Result<Vec<CatchUpRow>> {
     };
     let mut rows = Vec::new();
     for &flush in &plan.flushes {
-        let dir = temp_dir(plan)?;
+        let dir = plan.temp_dir()?;
         let broker = Broker::start(settings(
             "bench-catch-up",
             StoreConfig {

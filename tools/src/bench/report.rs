@@ -92,6 +92,11 @@ pub fn secs_text(s: Option<f64>) -> String {
     }
 }
 
+/// [`write_json`] when a path was given (`--json`).
+pub fn write_json_to(path: Option<&Path>, doc: &impl serde::Serialize) -> anyhow::Result<()> {
+    path.map_or(Ok(()), |p| write_json(p, doc))
+}
+
 /// Writes `doc` as pretty JSON.
 pub fn write_json(path: &Path, doc: &impl serde::Serialize) -> anyhow::Result<()> {
     std::fs::write(path, serde_json::to_vec_pretty(doc)?)?;

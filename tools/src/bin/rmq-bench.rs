@@ -196,9 +196,7 @@ fn main() -> anyhow::Result<()> {
                 cell_timeout,
             };
             let rows = store::run(&std::env::current_exe()?, &plan)?;
-            if let Some(path) = json {
-                report::write_json(&path, &rows)?;
-            }
+            report::write_json_to(json.as_deref(), &rows)?;
             Ok(())
         }
         Cmd::StoreCell { cell, out } => {
@@ -212,9 +210,7 @@ fn main() -> anyhow::Result<()> {
             json,
         } => {
             let rows = reput::run(messages, size, queues)?;
-            if let Some(path) = json {
-                report::write_json(&path, &rows)?;
-            }
+            report::write_json_to(json.as_deref(), &rows)?;
             Ok(())
         }
         cmd => {
@@ -236,9 +232,7 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
         } => {
             let r = load::run(broker, metrics, &spec).await?;
             report::print(&r);
-            if let Some(path) = json {
-                report::write_json(&path, &r)?;
-            }
+            report::write_json_to(json.as_deref(), &r)?;
         }
         Cmd::Ab {
             load: spec,
@@ -263,19 +257,13 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
             };
             if catch_up {
                 let rows = live::catch_up(&plan).await?;
-                if let Some(path) = json {
-                    report::write_json(&path, &rows)?;
-                }
+                report::write_json_to(json.as_deref(), &rows)?;
             } else if live {
                 let rows = live::run(&plan).await?;
-                if let Some(path) = json {
-                    report::write_json(&path, &rows)?;
-                }
+                report::write_json_to(json.as_deref(), &rows)?;
             } else {
                 let rows = ab::run(&plan).await?;
-                if let Some(path) = json {
-                    report::write_json(&path, &rows)?;
-                }
+                report::write_json_to(json.as_deref(), &rows)?;
             }
         }
         Cmd::Ha {
@@ -292,15 +280,11 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
                 setups,
             };
             let rows = ha::run(&plan).await?;
-            if let Some(path) = json {
-                report::write_json(&path, &rows)?;
-            }
+            report::write_json_to(json.as_deref(), &rows)?;
         }
         Cmd::Routes { spec, json } => {
             let r = routes::run(&spec).await?;
-            if let Some(path) = json {
-                report::write_json(&path, &r)?;
-            }
+            report::write_json_to(json.as_deref(), &r)?;
         }
         _ => anyhow::bail!("not a network command"),
     }
