@@ -314,6 +314,25 @@ pub async fn queue_offset(
         .map_err(|e| SdkError::BadAnswer(e.to_string()))
 }
 
+/// Stores a group's consume progress on one queue (UPDATE_CONSUMER_OFFSET).
+pub async fn commit_offset(
+    client: &RemotingClient,
+    group: &str,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+) -> Result<(), SdkError> {
+    let ext = [
+        ("consumerGroup", group.to_owned()),
+        ("topic", topic.to_owned()),
+        ("queueId", queue_id.to_string()),
+        ("commitOffset", offset.to_string()),
+    ];
+    call(client, request(RequestCode::UpdateConsumerOffset, &ext))
+        .await
+        .map(|_| ())
+}
+
 /// Sends a request and returns the answer if it is SUCCESS.
 pub async fn call(
     client: &RemotingClient,

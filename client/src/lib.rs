@@ -13,8 +13,8 @@ pub mod tls;
 pub mod transaction;
 
 pub use calls::{
-    call, connect, pull, queue_offset, request, send, send_back, OutMessage, PullRequest,
-    PullResult, SdkError, SendCode, SendResult, DEFAULT_TIMEOUT,
+    call, commit_offset, connect, pull, queue_offset, request, send, send_back, OutMessage,
+    PullRequest, PullResult, SdkError, SendCode, SendResult, DEFAULT_TIMEOUT,
 };
 pub use codec::{CodecError, RemotingCodec};
 pub use connector::Connector;

@@ -5,7 +5,6 @@ use std::time::{Duration, Instant};
 use rmq_broker::broker::Broker;
 use rmq_client::{self as sdk, OutMessage, SendCode};
 use rmq_common::config::CqBackend;
-use rmq_common::remoting::RequestCode;
 use rmq_tests::broker_settings;
 use rmq_tools::admin;
 
@@ -61,20 +60,7 @@ async fn admin_commands_print_what_the_broker_holds() {
     };
     assert_eq!(status.lines().count(), 4, "{status}");
 
-    sdk::call(
-        &c,
-        sdk::request(
-            RequestCode::UpdateConsumerOffset,
-            &[
-                ("consumerGroup", "cg".into()),
-                ("topic", "Adm".into()),
-                ("queueId", "0".into()),
-                ("commitOffset", "1".into()),
-            ],
-        ),
-    )
-    .await
-    .unwrap();
+    sdk::commit_offset(&c, "cg", "Adm", 0, 1).await.unwrap();
     let progress = admin::consumer_progress(&rmq_client::Connector::new(), b, "cg", "Adm")
         .await
         .unwrap();

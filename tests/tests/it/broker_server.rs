@@ -221,16 +221,7 @@ async fn offsets_survive_a_restart() {
         .await
         .unwrap();
     }
-    let update = sdk::request(
-        RequestCode::UpdateConsumerOffset,
-        &[
-            ("consumerGroup", "g1".into()),
-            ("topic", "Off".into()),
-            ("queueId", "0".into()),
-            ("commitOffset", "3".into()),
-        ],
-    );
-    sdk::call(&c, update).await.unwrap();
+    sdk::commit_offset(&c, "g1", "Off", 0, 3).await.unwrap();
     // A pull with the commit flag also stores progress (for queue 1: none yet).
     let mut p = pull_req("Off", 0, 3, "*");
     p.commit_offset = Some(4);

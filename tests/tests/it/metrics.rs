@@ -11,7 +11,6 @@ use rmq_broker::broker::Broker;
 use rmq_broker::config::Settings;
 use rmq_client::{self as sdk, OutMessage, PullRequest, SendCode};
 use rmq_common::config::CqBackend;
-use rmq_common::remoting::RequestCode;
 use rmq_tests::metered_settings;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -219,20 +218,9 @@ async fn catalog_after_traffic(backend: CqBackend) {
         got += r.messages.len();
         offset = r.next_begin_offset;
     }
-    sdk::call(
-        &c,
-        sdk::request(
-            RequestCode::UpdateConsumerOffset,
-            &[
-                ("consumerGroup", GROUP.into()),
-                ("topic", TOPIC.into()),
-                ("queueId", "0".into()),
-                ("commitOffset", offset.to_string()),
-            ],
-        ),
-    )
-    .await
-    .unwrap();
+    sdk::commit_offset(&c, GROUP, TOPIC, 0, offset)
+        .await
+        .unwrap();
 
     // Take the stats items' next minute sample now (10 s on), so the
     // per-topic rates have a span.

@@ -197,16 +197,9 @@ async fn mqadmin_commands(backend: CqBackend) {
     )
     .await;
     for q in 0..4 {
-        let req = sdk::request(
-            RequestCode::UpdateConsumerOffset,
-            &[
-                ("consumerGroup", group.clone()),
-                ("topic", topic.clone()),
-                ("queueId", q.to_string()),
-                ("commitOffset", "1".into()),
-            ],
-        );
-        sdk::call(&client, req).await.unwrap();
+        sdk::commit_offset(&client, &group, &topic, q, 1)
+            .await
+            .unwrap();
     }
     broker.registrar().unwrap().register_now().await.unwrap();
 

@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use rmq_broker::broker::Broker;
 use rmq_client::{self as sdk, OutMessage, PullRequest, SendCode};
 use rmq_common::config::CqBackend;
-use rmq_common::remoting::RequestCode;
 use rmq_tests::metered_settings;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -211,20 +210,9 @@ async fn traffic(broker: &Broker) {
     )
     .await
     .unwrap();
-    sdk::call(
-        &c,
-        sdk::request(
-            RequestCode::UpdateConsumerOffset,
-            &[
-                ("consumerGroup", GROUP.into()),
-                ("topic", TOPIC.into()),
-                ("queueId", "0".into()),
-                ("commitOffset", r.next_begin_offset.to_string()),
-            ],
-        ),
-    )
-    .await
-    .unwrap();
+    sdk::commit_offset(&c, GROUP, TOPIC, 0, r.next_begin_offset)
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -86,20 +86,9 @@ async fn follows(master_backend: CqBackend, slave_backend: CqBackend) {
     assert_eq!(r.code, ResponseCode::SlaveNotAvailable.code());
 
     // Metadata the slave must copy: an offset and a subscription group.
-    sdk::call(
-        &c,
-        sdk::request(
-            RequestCode::UpdateConsumerOffset,
-            &[
-                ("consumerGroup", "HaGroup".into()),
-                ("topic", TOPIC.into()),
-                ("queueId", "0".into()),
-                ("commitOffset", "1".into()),
-            ],
-        ),
-    )
-    .await
-    .unwrap();
+    sdk::commit_offset(&c, "HaGroup", TOPIC, 0, 1)
+        .await
+        .unwrap();
     let mut group = rmq_common::remoting::RemotingCommand::request(
         RequestCode::UpdateAndCreateSubscriptionGroup,
     );
