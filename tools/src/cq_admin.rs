@@ -115,14 +115,24 @@ pub async fn verify_report(
     ask(conn, broker, req, VERIFY_TIMEOUT).await
 }
 
+/// Differences a verify report lists, and how many in all.
+fn differences(r: &Value) -> (u64, u64) {
+    let listed = r["differences"].as_array().map_or(0, Vec::len) as u64;
+    (listed, listed + r["moreDifferences"].as_u64().unwrap_or(0))
+}
+
+/// Whether a verify report found the backends equal.
+pub fn verify_equal(r: &Value) -> bool {
+    r["differences"].is_array() && r["moreDifferences"].is_u64() && differences(r).1 == 0
+}
+
 /// A verify report as text: the verdict, what was compared, and the first
 /// differences.
 pub fn verify_text(r: &Value) -> String {
-    let listed = r["differences"].as_array().map_or(0, Vec::len) as u64;
-    let total = listed + r["moreDifferences"].as_u64().unwrap_or(0);
+    let (listed, total) = differences(r);
     let mut out = format!(
         "{} (serving {}, shadow {}): {} queues, {} units compared (1 in {}), below CommitLog offset {}\n",
-        if total == 0 { "EQUAL" } else { "DIFFERENT" },
+        if verify_equal(r) { "EQUAL" } else { "DIFFERENT" },
         r["serving"].as_str().unwrap_or("?"),
         r["shadow"].as_str().unwrap_or("?"),
         r["queues"],

@@ -222,9 +222,11 @@ async fn main() -> anyhow::Result<()> {
         }) => {
             let report = cq_admin::verify_report(conn, args.broker, every, max_differences).await?;
             print!("{}", cq_admin::verify_text(&report));
-            let equal = report["differences"].as_array().is_some_and(Vec::is_empty)
-                && report["moreDifferences"].as_u64() == Some(0);
-            std::process::exit(if equal { 0 } else { 1 });
+            std::process::exit(if cq_admin::verify_equal(&report) {
+                0
+            } else {
+                1
+            });
         }
         Cmd::Cq(CqCmd::AddShadow { backend }) => {
             cq_admin::add_shadow(conn, args.broker, &backend).await?
