@@ -20,6 +20,16 @@ use rmq_common::config::CqBackend;
 use rmq_common::FlushDiskType;
 use rmq_tests::{crash_body, message, open_store, small_config};
 
+/// A backend named on the command line.
+fn backend_arg(name: &str) -> anyhow::Result<CqBackend> {
+    Ok(match name {
+        "file" => CqBackend::File,
+        "rocksdb" => CqBackend::Rocksdb,
+        "memory" => CqBackend::Memory,
+        other => bail!("unknown backend {other}"),
+    })
+}
+
 /// Adds the shadow once writes are flowing, waits for it, and flips,
 /// aborting at `step`.
 fn flip_and_crash(store: &MessageStore, shadow: CqBackend, step: FlipStep) -> Result<(), String> {
@@ -58,12 +68,7 @@ fn main() -> anyhow::Result<()> {
         [_, mode, root, backend, ..] => (mode.as_str(), root, backend.as_str()),
         _ => bail!("usage: crash-writer write|open-only <root> <file|memory> [threads]"),
     };
-    let backend = match backend {
-        "file" => CqBackend::File,
-        "rocksdb" => CqBackend::Rocksdb,
-        "memory" => CqBackend::Memory,
-        other => bail!("unknown backend {other}"),
-    };
+    let backend = backend_arg(backend)?;
     let mut config = small_config(std::path::Path::new(root), backend);
     config.mapped_file_size_commit_log_bytes = 256 * 1024;
     config.flush_disk_type = FlushDiskType::SyncFlush;
@@ -86,11 +91,7 @@ fn main() -> anyhow::Result<()> {
         let (Some(shadow), Some(step)) = (args.get(4), args.get(5)) else {
             bail!("usage: crash-writer flip <root> <serving> <shadow> <step>");
         };
-        let shadow = match shadow.as_str() {
-            "file" => CqBackend::File,
-            "rocksdb" => CqBackend::Rocksdb,
-            other => bail!("unknown shadow backend {other}"),
-        };
+        let shadow = backend_arg(shadow)?;
         let Some(step) = FlipStep::ALL.into_iter().find(|s| s.as_str() == step) else {
             bail!("unknown flip step {step}");
         };
