@@ -17,7 +17,6 @@ use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use parking_lot::RwLock;
 use rmq_common::config::ConfigError;
-
 use rmq_common::time::Clock;
 use rmq_common::StoreConfig;
 use rmq_store_file::commitlog::CommitLog;
@@ -315,9 +314,7 @@ impl Cleaner {
         let min_offset = self.commit_log.min_offset();
         let mut index_files_deleted = 0;
         if deleted > 0 {
-            for cq in self.dispatcher.backends() {
-                cq.correct_min_offset(min_offset)?;
-            }
+            self.dispatcher.correct_min_offset(min_offset)?;
             if let Some(index) = &self.index {
                 index_files_deleted = index.delete_files_below(min_offset)?;
             }

@@ -22,6 +22,7 @@ use super::factory::{open_backend, remove_backend_files};
 use super::reput::shadow::Shadow;
 pub use super::reput::shadow::{FlipError, FlipStep};
 use super::MessageStore;
+use crate::error::MetaError;
 use crate::metrics::{LaneMetrics, Role};
 
 /// The persisted choice, relative to the store root.
@@ -52,16 +53,9 @@ impl CqChoice {
             shadow: config.shadow_consume_queue_store,
         };
         let path = Self::path(config);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(configured),
-            Err(e) => return Err(StoreError::io(format!("read {}", path.display()), e)),
+        let Some(persisted) = crate::meta::read_json::<Self>(&path).map_err(meta_error)? else {
+            return Ok(configured);
         };
-        let persisted: Self = serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt {
-            path: path.clone(),
-            offset: 0,
-            detail: format!("not a consume-queue backend choice: {e}"),
-        })?;
         if persisted.shadow == Some(persisted.serving) {
             return Err(StoreError::Corrupt {
                 path,
@@ -81,18 +75,28 @@ impl CqChoice {
     }
 
     fn save(&self, config: &StoreConfig) -> Result<(), StoreError> {
-        let path = Self::path(config);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| StoreError::io(format!("create {}", dir.display()), e))?;
-        }
-        let bytes = serde_json::to_vec_pretty(self).map_err(|e| {
-            StoreError::io(
-                format!("encode {}", path.display()),
-                std::io::Error::other(e),
-            )
-        })?;
-        rmq_store_file::root::write_atomically(&path, &bytes)
+        crate::meta::write_json(&Self::path(config), self).map_err(meta_error)
+    }
+}
+
+/// The choice file's read and write errors as the store's.
+fn meta_error(e: MetaError) -> StoreError {
+    match e {
+        MetaError::Write { source, .. } => source,
+        MetaError::Invalid { path, source } => StoreError::Corrupt {
+            path,
+            offset: 0,
+            detail: format!("not a consume-queue backend choice: {source}"),
+        },
+        MetaError::Io {
+            action,
+            path,
+            source,
+        } => StoreError::io(format!("{action} {}", path.display()), source),
+        MetaError::Encode { path, source } => StoreError::io(
+            format!("encode {}", path.display()),
+            std::io::Error::other(source),
+        ),
     }
 }
 

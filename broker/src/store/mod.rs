@@ -203,9 +203,8 @@ impl MessageStore {
         for topic in &gone {
             self.delete_topic(topic)?;
         }
-        for cq in self.dispatcher.backends() {
-            cq.correct_min_offset(self.commit_log.min_offset())?;
-        }
+        self.dispatcher
+            .correct_min_offset(self.commit_log.min_offset())?;
         Ok(gone)
     }
 

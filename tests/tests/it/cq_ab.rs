@@ -476,3 +476,31 @@ fn a_shadow_added_to_a_busy_store_catches_up() {
     assert!(report.equal(), "{report:?}");
     assert!(report.units_compared >= 100_000, "{report:?}");
 }
+
+/// A damaged `config/cqBackends.json` stops the store with an error naming
+/// the file and what is wrong, and leaves the file as it was.
+#[test]
+fn a_damaged_backend_choice_is_refused_by_name() {
+    for (bytes, says) in [
+        (
+            &b"{\"serving\": \"leveldb\"}"[..],
+            "not a consume-queue backend choice",
+        ),
+        (
+            &b"{\"serving\": \"file\", \"shadow\": \"file\"}"[..],
+            "cannot shadow itself",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config/cqBackends.json");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, bytes).unwrap();
+        let err = open_store(&small_config(dir.path(), CqBackend::File)).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("cqBackends.json") && text.contains(says),
+            "{text}"
+        );
+        assert_eq!(std::fs::read(&file).unwrap(), bytes);
+    }
+}

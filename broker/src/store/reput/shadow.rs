@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmq_common::config::CqBackend;
-use rmq_common::cq::{ConsumeQueueStore, CqPut};
+use rmq_common::cq::{ConsumeQueueStore, CqError, CqPut};
 use rmq_common::service::{Next, Service};
 use rmq_store_file::StoreError;
 
@@ -359,6 +359,15 @@ impl Dispatcher {
     /// this lock for every batch: `f` must not block.
     pub(crate) fn with_shadow<R>(&self, f: impl FnOnce(&Shadow) -> R) -> Option<R> {
         self.shadow.lock().as_ref().map(f)
+    }
+
+    /// After CommitLog segments below `commit_log_min` are deleted: raises
+    /// every queue's min offset in both backends.
+    pub(crate) fn correct_min_offset(&self, commit_log_min: i64) -> Result<(), CqError> {
+        for cq in self.backends() {
+            cq.correct_min_offset(commit_log_min)?;
+        }
+        Ok(())
     }
 
     /// The serving backend, then the shadow if any.
