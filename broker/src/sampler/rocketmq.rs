@@ -123,7 +123,8 @@ impl Sampler {
             (log.max_offset() - log.flushed_offset()).max(0) as f64,
         );
         let root = &store.config().store_path_root_dir;
-        if let (Ok(total), Ok(free)) = (fs4::total_space(root), fs4::available_space(root)) {
+        // As Java: the disk's total less its free blocks (reserve included).
+        if let (Ok(total), Ok(free)) = (fs4::total_space(root), fs4::free_space(root)) {
             if total > 0 {
                 gauge(n::STORAGE_SIZE_BYTES, total.saturating_sub(free) as f64);
             }

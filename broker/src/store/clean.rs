@@ -37,10 +37,28 @@ pub struct FsDiskUsage(pub PathBuf);
 
 impl DiskUsage for FsDiskUsage {
     fn used_ratio(&self) -> Option<f64> {
-        let total = fs4::total_space(&self.0).ok()?;
-        let free = fs4::available_space(&self.0).ok()?;
-        (total > 0).then(|| total.saturating_sub(free) as f64 / total as f64)
+        let stats = fs4::statvfs(&self.0).ok()?;
+        used_ratio_as_java(
+            stats.total_space(),
+            stats.free_space(),
+            stats.available_space(),
+        )
     }
+}
+
+/// The used fraction as Apache RocketMQ reads it (and as `df` prints
+/// Use%): used = total - free blocks, over used + blocks available to
+/// unprivileged writers, rounded up to a whole percent. Blocks reserved
+/// for root (or held back by the file system) count neither as used nor
+/// as room, so a disk with a large reserve does not read as nearly full.
+pub fn used_ratio_as_java(total: u64, free: u64, available: u64) -> Option<f64> {
+    let used = total.checked_sub(free)?;
+    let entire = used.checked_add(available)?;
+    if total == 0 || entire == 0 {
+        return None;
+    }
+    let pct = (u128::from(used) * 100).div_ceil(u128::from(entire));
+    Some(pct as f64 / 100.0)
 }
 
 /// The retention settings.
@@ -367,5 +385,20 @@ mod tests {
             assert_eq!(verdict(false, 100, 100, true, r), Ok(()));
         }
         assert_eq!(verdict(false, 100, 100, false, Forcibly), Ok(()));
+    }
+
+    #[test]
+    fn used_ratio_reads_the_disk_as_java_and_df_do() {
+        // This machine's disk, in 4 KiB blocks: a large reserve between
+        // free and available. Java (and df) read 67 %, not 88 %.
+        let b = 4096u64;
+        let r = used_ratio_as_java(66_053_021 * b, 50_121_572 * b, 7_943_867 * b);
+        assert_eq!(r, Some(0.67));
+        // Rounded up to the next whole percent, as Java does.
+        assert_eq!(used_ratio_as_java(1000, 899, 899), Some(0.11));
+        assert_eq!(used_ratio_as_java(1000, 500, 500), Some(0.5));
+        // Unknown rather than a division by zero or a wrapped subtraction.
+        assert_eq!(used_ratio_as_java(0, 0, 0), None);
+        assert_eq!(used_ratio_as_java(10, 20, 5), None);
     }
 }
