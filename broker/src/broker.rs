@@ -434,7 +434,14 @@ async fn start_metrics(
 
 /// What this broker tells the NameServers.
 fn registration(ctx: &BrokerContext) -> (BrokerIdentity, RegisterBrokerBody) {
-    let id = BrokerIdentity {
+    (
+        identity(ctx),
+        register_body(ctx, ctx.topics.durable_table()),
+    )
+}
+
+fn identity(ctx: &BrokerContext) -> BrokerIdentity {
+    BrokerIdentity {
         cluster: ctx.settings.broker.broker_cluster_name.clone(),
         broker_name: ctx.settings.broker.broker_name.clone(),
         broker_id: ctx.settings.broker.broker_id,
@@ -443,21 +450,44 @@ fn registration(ctx: &BrokerContext) -> (BrokerIdentity, RegisterBrokerBody) {
             .ha_addr
             .get()
             .map_or_else(String::new, |a| a.to_string()),
+    }
+}
+
+/// The topics changed since the last increment was taken (see
+/// [`crate::namesrv::Increment`]).
+fn increment(ctx: &BrokerContext) -> crate::namesrv::Increment {
+    let id = identity(ctx);
+    let changes = ctx.topics.take_unregistered();
+    let table = if changes.full {
+        Default::default()
+    } else {
+        ctx.topics.increment(&changes.changed)
     };
-    let mut table = ctx.topics.table();
-    // As Java: a broker that is not read-write registers every topic with
-    // its own perm, so clients stop sending (or pulling) here.
+    crate::namesrv::Increment {
+        id,
+        body: register_body(ctx, table),
+        deleted: changes.deleted.into_iter().collect(),
+        full: changes.full,
+    }
+}
+
+/// A REGISTER_BROKER body of `table`. As Java: a broker that is not
+/// read-write registers every topic with its own perm, so clients stop
+/// sending (or pulling) here.
+fn register_body(
+    ctx: &BrokerContext,
+    mut table: rmq_common::remoting::body::TopicConfigSerializeWrapper,
+) -> RegisterBrokerBody {
     let perm = ctx.runtime.broker_permission();
     if perm != PERM_READ | PERM_WRITE {
         for t in table.topic_config_table.values_mut() {
             t.perm = perm;
         }
     }
-    let body = RegisterBrokerBody {
+    RegisterBrokerBody {
         topic_config_serialize_wrapper: table,
         filter_server_list: Vec::new(),
-    };
-    (id, body)
+    }
 }
 
 /// A NameServer alone (`rmq-broker --namesrv-only`).
@@ -681,6 +711,7 @@ async fn start_registrar(
         return Ok(None);
     }
     let provider_ctx = Arc::clone(ctx);
+    let increment_ctx = Arc::clone(ctx);
     let form = if ctx.settings.broker.compressed_register {
         BodyForm::Compressed
     } else {
@@ -689,6 +720,7 @@ async fn start_registrar(
     let registrar = BrokerRegistrar::start_with(
         namesrv_addrs,
         Arc::new(move || registration(&provider_ctx)),
+        Some(Arc::new(move || increment(&increment_ctx))),
         Duration::from_millis(ctx.settings.broker.register_name_server_period_ms),
         form,
         &ctx.connector,

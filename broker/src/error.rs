@@ -42,6 +42,16 @@ pub enum MetaError {
         #[source]
         source: StoreError,
     },
+    /// A journal line other than the last is damaged.
+    #[error("meta journal {path} is damaged at line {line}: {why}")]
+    Journal {
+        /// The journal file.
+        path: PathBuf,
+        /// Its line, from 1.
+        line: usize,
+        /// What is wrong with it.
+        why: String,
+    },
     /// The table could not be encoded.
     #[error("cannot encode meta file {path}: {source}")]
     Encode {

@@ -12,8 +12,11 @@ use parking_lot::RwLock;
 use rmq_common::remoting::body::{DataVersion, SubscriptionGroupConfig};
 use serde::{Deserialize, Serialize};
 
-use super::persist::{wait_on_disk, Generation, Generations, PersistTable, PERSIST_WAIT_TIMEOUT};
-use super::{encode_json, read_json};
+use super::journal::{Journal, Keyed, KeyedFile};
+use super::persist::{
+    wait_on_disk, Generation, Generations, PersistTable, Snapshot, PERSIST_WAIT_TIMEOUT,
+};
+use super::read_json;
 
 /// `config/subscriptionGroup.json`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,17 +41,36 @@ pub struct SubscriptionGroupManager {
     path: PathBuf,
     state: RwLock<GroupsFile>,
     generations: Generations,
+    journal: Journal,
+}
+
+impl Keyed for SubscriptionGroupConfig {
+    fn key(&self) -> &str {
+        &self.group_name
+    }
+}
+
+impl KeyedFile<SubscriptionGroupConfig> for GroupsFile {
+    fn entries(&mut self) -> &mut BTreeMap<String, SubscriptionGroupConfig> {
+        &mut self.subscription_group_table
+    }
+    fn version(&mut self) -> &mut DataVersion {
+        &mut self.data_version
+    }
 }
 
 impl SubscriptionGroupManager {
     /// Loads the file under the store root.
     pub fn open(root: &std::path::Path) -> Result<Self, MetaError> {
         let path = root.join("config").join("subscriptionGroup.json");
-        let file = read_json(&path)?.unwrap_or_default();
+        let mut file: GroupsFile = read_json(&path)?.unwrap_or_default();
+        let journal = Journal::new(&path);
+        super::journal::recover(&path, &journal, &mut file)?;
         Ok(Self {
             path,
             state: RwLock::new(file),
             generations: Generations::default(),
+            journal,
         })
     }
 
@@ -105,24 +127,23 @@ impl SubscriptionGroupManager {
             }
         }
         let mut s = self.state.write();
-        let mut created = false;
+        let mut created = Vec::new();
         let out = groups
             .iter()
             .map(|g| {
                 s.subscription_group_table
                     .entry((*g).to_owned())
                     .or_insert_with(|| {
-                        created = true;
                         tracing::info!(group = g, "subscription group created on first use");
-                        SubscriptionGroupConfig::named(g)
+                        let config = SubscriptionGroupConfig::named(g);
+                        created.push(config.clone());
+                        config
                     })
                     .clone()
             })
             .collect();
-        if created {
-            s.data_version.counter += 1;
-            s.data_version.timestamp = rmq_common::time::now_ms();
-            self.generations.mark();
+        if !created.is_empty() {
+            self.changed(&mut s, created, Vec::new());
         }
         out
     }
@@ -138,9 +159,12 @@ impl SubscriptionGroupManager {
         if s.data_version == version {
             return false;
         }
+        let (put, delete) = super::journal::difference(&s.subscription_group_table, &table);
         s.subscription_group_table = table;
         s.data_version = version;
-        self.generations.mark();
+        let generation = self.generations.mark();
+        self.journal
+            .record(generation, &s.data_version, put, delete);
         true
     }
 
@@ -152,22 +176,38 @@ impl SubscriptionGroupManager {
 
     /// Creates or replaces a group and waits until the table is on disk.
     pub fn upsert(&self, config: SubscriptionGroupConfig) -> Result<(), MetaError> {
-        self.change(|f| {
-            f.subscription_group_table
-                .insert(config.group_name.clone(), config);
-            true
-        })
+        self.upsert_many(vec![config])
+    }
+
+    /// Creates or replaces every group of `configs` and waits until the
+    /// change is on disk: one journal line for them all.
+    pub fn upsert_many(&self, configs: Vec<SubscriptionGroupConfig>) -> Result<(), MetaError> {
+        if configs.is_empty() {
+            return Ok(());
+        }
+        let generation = {
+            let mut s = self.state.write();
+            for config in &configs {
+                s.subscription_group_table
+                    .insert(config.group_name.clone(), config.clone());
+            }
+            self.changed(&mut s, configs, Vec::new())
+        };
+        wait_on_disk(self, generation, PERSIST_WAIT_TIMEOUT)
     }
 
     /// Deletes a group (true if it existed) and waits until the table is
     /// on disk.
     pub fn delete(&self, group: &str) -> Result<bool, MetaError> {
-        let mut existed = false;
-        self.change(|f| {
-            existed = f.subscription_group_table.remove(group).is_some();
-            existed
-        })?;
-        Ok(existed)
+        let generation = {
+            let mut s = self.state.write();
+            if s.subscription_group_table.remove(group).is_none() {
+                return Ok(false);
+            }
+            self.changed(&mut s, Vec::new(), vec![group.to_owned()])
+        };
+        wait_on_disk(self, generation, PERSIST_WAIT_TIMEOUT)?;
+        Ok(true)
     }
 
     /// Its change generations (how far the file has caught up).
@@ -175,17 +215,20 @@ impl SubscriptionGroupManager {
         &self.generations
     }
 
-    fn change(&self, f: impl FnOnce(&mut GroupsFile) -> bool) -> Result<(), MetaError> {
-        let generation = {
-            let mut s = self.state.write();
-            if !f(&mut s) {
-                return Ok(());
-            }
-            s.data_version.counter += 1;
-            s.data_version.timestamp = rmq_common::time::now_ms();
-            self.generations.mark()
-        };
-        wait_on_disk(self, generation, PERSIST_WAIT_TIMEOUT)
+    /// Moves the data version, marks the change and queues its journal
+    /// line (under the write lock).
+    fn changed(
+        &self,
+        s: &mut GroupsFile,
+        put: Vec<SubscriptionGroupConfig>,
+        delete: Vec<String>,
+    ) -> Generation {
+        s.data_version.counter += 1;
+        s.data_version.timestamp = rmq_common::time::now_ms();
+        let generation = self.generations.mark();
+        self.journal
+            .record(generation, &s.data_version, put, delete);
+        generation
     }
 }
 
@@ -198,12 +241,12 @@ impl PersistTable for SubscriptionGroupManager {
         &self.generations
     }
 
-    fn encode_snapshot(&self) -> Result<(Vec<u8>, Generation), MetaError> {
-        let (snapshot, generation) = {
-            let s = self.state.read();
-            (s.clone(), self.generations.current())
-        };
-        Ok((encode_json(&self.path, &snapshot)?, generation))
+    fn journal(&self) -> Option<&Journal> {
+        Some(&self.journal)
+    }
+
+    fn encode_snapshot(&self) -> Result<Snapshot, MetaError> {
+        Snapshot::of_journaled(&self.path, &self.state, &self.generations, &self.journal)
     }
 }
 

@@ -8,7 +8,7 @@ use crate::error::MetaError;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-use super::persist::{write_dirty, Generation, Generations, PersistTable};
+use super::persist::{write_dirty, Generations, PersistTable, Snapshot};
 use super::{encode_json, read_json};
 
 /// `config/consumerOffset.json`.
@@ -165,12 +165,16 @@ impl PersistTable for ConsumerOffsetManager {
         &self.generations
     }
 
-    fn encode_snapshot(&self) -> Result<(Vec<u8>, Generation), MetaError> {
+    fn encode_snapshot(&self) -> Result<Snapshot, MetaError> {
         let (snapshot, generation) = {
             let s = self.state.lock();
             (s.clone(), self.generations.current())
         };
-        Ok((encode_json(&self.path, &snapshot)?, generation))
+        Ok(Snapshot {
+            bytes: encode_json(&self.path, &snapshot)?,
+            generation,
+            cut: Vec::new(),
+        })
     }
 }
 

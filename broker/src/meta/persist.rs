@@ -16,6 +16,8 @@ use rmq_common::service::Signal;
 
 use crate::error::MetaError;
 
+use super::journal::Journal;
+
 /// Longest a caller waits for its change to reach the disk before it is
 /// told the write did not happen in time (the change stays in memory and
 /// is written later).
@@ -26,16 +28,41 @@ pub const PERSIST_WAIT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Generation(u64);
 
+impl Generation {
+    /// The generation numbered `n` (tests).
+    #[cfg(test)]
+    pub(crate) fn at(n: u64) -> Self {
+        Self(n)
+    }
+}
+
 /// A meta table that writes itself through [`write_dirty`].
 pub trait PersistTable: Send + Sync + std::fmt::Debug {
     /// The file it is written to.
     fn path(&self) -> &Path;
     /// Its change generations.
     fn generations(&self) -> &Generations;
+    /// Its change journal, when its changes are journaled rather than
+    /// written as a whole file each time.
+    fn journal(&self) -> Option<&Journal> {
+        None
+    }
     /// The table encoded as its file holds it, and the generation that
     /// snapshot covers (read under the same lock as the table, so every
-    /// change up to it is in the bytes).
-    fn encode_snapshot(&self) -> Result<(Vec<u8>, Generation), MetaError>;
+    /// change up to it is in the bytes). A journaled table takes its
+    /// journal's queued lines under that lock too.
+    fn encode_snapshot(&self) -> Result<Snapshot, MetaError>;
+}
+
+/// A table's copy as its file holds it.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The file's bytes.
+    pub bytes: Vec<u8>,
+    /// The latest change they hold.
+    pub generation: Generation,
+    /// Journal lines queued up to that change (journaled tables).
+    pub cut: Vec<u8>,
 }
 
 /// Change generations of one table and how far its file has caught up.
@@ -126,25 +153,124 @@ impl Generations {
     }
 }
 
-/// Writes `table` if it has changes not yet on disk (atomically: temporary
-/// file, fsync, rename, folder fsync). Returns whether it wrote.
+impl Snapshot {
+    /// The snapshot of a journaled table held in `state`: cloned under its
+    /// read lock with the generation and the journal's cut (writers queue
+    /// lines under the write lock, so the cut holds exactly the changes up
+    /// to the copy), encoded outside it (a table of many thousand entries
+    /// takes milliseconds to encode).
+    pub fn of_journaled<T: serde::Serialize + Clone>(
+        path: &Path,
+        state: &parking_lot::RwLock<T>,
+        generations: &Generations,
+        journal: &Journal,
+    ) -> Result<Self, MetaError> {
+        let (copy, generation, cut) = {
+            let s = state.read();
+            (s.clone(), generations.current(), journal.take().0)
+        };
+        Ok(Self {
+            bytes: super::encode_json(path, &copy)?,
+            generation,
+            cut,
+        })
+    }
+}
+
+/// Writes `table` if it has changes not yet on disk: a journaled table
+/// appends its queued lines (and compacts when its journal is due), any
+/// other is written whole (atomically: temporary file, fsync, rename,
+/// folder fsync). Returns whether it wrote.
 pub fn write_dirty(table: &dyn PersistTable) -> Result<bool, MetaError> {
     let gens = table.generations();
     let _serial = gens.write.lock();
-    if !gens.status().dirty {
-        return Ok(false);
+    let Some(journal) = table.journal() else {
+        if !gens.status().dirty {
+            return Ok(false);
+        }
+        return write_whole(table).map(|_| true);
+    };
+    let (lines, last) = journal.take();
+    // After lost lines, only a compaction makes anything durable: a line
+    // appended now would stand on changes the journal does not hold.
+    if !journal.is_lost() {
+        match journal.append(&lines) {
+            Ok(()) => {
+                if let Some(generation) = last {
+                    gens.written(generation);
+                }
+            }
+            Err(e) => {
+                // The table in memory holds what the lines did.
+                tracing::warn!(error = %e, "appending to a meta journal failed; compacting instead");
+                journal.lost();
+            }
+        }
     }
-    let (bytes, generation) = table.encode_snapshot().inspect_err(|e| {
+    if journal.needs_compaction(Instant::now()) {
+        compact(table, journal)?;
+        return Ok(true);
+    }
+    Ok(last.is_some())
+}
+
+/// Writes everything of `table` into its file: a journaled table is
+/// compacted (at a clean stop, so Apache RocketMQ's tools find the whole
+/// table in the JSON file).
+pub fn write_all(table: &dyn PersistTable) -> Result<(), MetaError> {
+    write_dirty(table)?;
+    let gens = table.generations();
+    let _serial = gens.write.lock();
+    match table.journal() {
+        Some(journal) if journal.holds_changes() => compact(table, journal),
+        _ => Ok(()),
+    }
+}
+
+fn write_whole(table: &dyn PersistTable) -> Result<Generation, MetaError> {
+    let gens = table.generations();
+    let snapshot = table.encode_snapshot().inspect_err(|e| {
         gens.write_failed(gens.current(), e);
     })?;
-    match super::write_bytes(table.path(), &bytes) {
+    match super::write_bytes(table.path(), &snapshot.bytes) {
         Ok(()) => {
-            gens.written(generation);
-            Ok(true)
+            gens.written(snapshot.generation);
+            Ok(snapshot.generation)
         }
         Err(e) => {
-            gens.write_failed(generation, &e);
+            gens.write_failed(snapshot.generation, &e);
             Err(e)
+        }
+    }
+}
+
+/// A compaction (see [`super::journal`]): cut, append, rotate, write the
+/// file, drop what it covers. Called with the table's writes serialised.
+fn compact(table: &dyn PersistTable, journal: &Journal) -> Result<(), MetaError> {
+    let gens = table.generations();
+    let fail = |generation: Generation, e: MetaError| {
+        gens.write_failed(generation, &e);
+        Err(e)
+    };
+    let snapshot = match table.encode_snapshot() {
+        Ok(s) => s,
+        Err(e) => return fail(gens.current(), e),
+    };
+    if let Err(e) = journal.append(&snapshot.cut) {
+        tracing::warn!(error = %e, "appending to a meta journal failed; the file write covers it");
+    }
+    let written = journal
+        .rotate()
+        .and_then(|()| super::write_bytes(table.path(), &snapshot.bytes))
+        .and_then(|()| journal.compacted(snapshot.bytes.len()));
+    match written {
+        Ok(()) => {
+            gens.written(snapshot.generation);
+            Ok(())
+        }
+        Err(e) => {
+            journal.lost();
+            fail(snapshot.generation, e)
         }
     }
 }

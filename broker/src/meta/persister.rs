@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rmq_common::service::{Next, Pass, Service, Signal};
 
-use super::persist::{write_dirty, PersistTable};
+use super::persist::{write_all, write_dirty, PersistTable};
 
 /// Shortest interval between two writes of `topics.json` or
 /// `subscriptionGroup.json` that nobody waits for: a storm of creations
@@ -118,7 +118,11 @@ impl Pass for PersistPass {
             let due = entry
                 .last_try
                 .is_none_or(|at| now.duration_since(at) >= entry.interval);
-            if status.urgent || (status.dirty && due) {
+            let compact = entry
+                .table
+                .journal()
+                .is_some_and(|j| j.needs_compaction(now));
+            if status.urgent || (status.dirty && due) || compact {
                 Self::write(entry);
             }
         }
@@ -127,7 +131,7 @@ impl Pass for PersistPass {
 
     fn finish(&mut self, _reason: &str) {
         for entry in &mut self.entries {
-            if let Err(e) = write_dirty(entry.table.as_ref()) {
+            if let Err(e) = write_all(entry.table.as_ref()) {
                 tracing::error!(
                     path = %entry.table.path().display(),
                     error = %e,
@@ -157,6 +161,19 @@ mod tests {
         serde_json::from_slice(&raw).unwrap()
     }
 
+    /// What a restart would find: `topics.json` (if any) with its journal
+    /// replayed, read without touching either.
+    fn durable_topics(dir: &std::path::Path) -> super::super::topics::TopicsFile {
+        let path = dir.join("config/topics.json");
+        let mut table: super::super::topics::TopicsFile = std::fs::read(&path)
+            .map(|raw| serde_json::from_slice(&raw).unwrap())
+            .unwrap_or_default();
+        crate::meta::journal::Journal::new(&path)
+            .load(&mut table)
+            .unwrap();
+        table
+    }
+
     #[test]
     fn many_changes_one_write_and_a_waiter_is_released_once_on_disk() {
         let dir = tempfile::tempdir().unwrap();
@@ -168,16 +185,23 @@ mod tests {
         assert_eq!(created, 1000);
         assert_eq!(topics.generations().status().writes, 0);
         assert!(!dir.path().join("config/topics.json").exists());
-        // An admin's upsert waits for the disk: one write covers all.
+        // An admin's upsert waits for the disk: one journal append covers
+        // all, and the JSON file is not rewritten for it.
         topics.upsert(TopicConfig::new("Admin", 4)).unwrap();
+        let durable = durable_topics(dir.path());
+        assert!(durable.topic_config_table.contains_key("Admin"));
+        assert!(durable.topic_config_table.contains_key("%RETRY%g999"));
+        assert_eq!(durable.data_version, topics.table().data_version);
+        assert!(!dir.path().join("config/topics.json").exists());
+        assert_eq!(topics.generations().status().writes, 1);
+        assert!(!topics.generations().status().dirty);
+        // The stop compacts the journal into the file Apache's tools read.
+        persister.stop();
+        assert_eq!(topics.generations().status().writes, 2);
         let file = topics_file(dir.path());
         assert!(file["topicConfigTable"]["Admin"].is_object());
         assert!(file["topicConfigTable"]["%RETRY%g999"].is_object());
-        assert_eq!(topics.generations().status().writes, 1);
-        assert!(!topics.generations().status().dirty);
-        // Nothing dirty: the stop writes nothing more.
-        persister.stop();
-        assert_eq!(topics.generations().status().writes, 1);
+        assert!(!dir.path().join("config/topics.json.journal").exists());
     }
 
     #[test]
@@ -204,10 +228,12 @@ mod tests {
             (1..=(THREADS * EACH) as u64).contains(&writes),
             "{writes} writes"
         );
-        let file = topics_file(dir.path());
+        let durable = durable_topics(dir.path());
         for t in 0..THREADS {
             for i in 0..EACH {
-                assert!(file["topicConfigTable"][format!("T{t}-{i}")].is_object());
+                assert!(durable
+                    .topic_config_table
+                    .contains_key(&format!("T{t}-{i}")));
             }
         }
         persister.stop();
@@ -227,7 +253,9 @@ mod tests {
             assert!(Instant::now() < give_up, "the timer never wrote the table");
             std::thread::yield_now();
         }
-        assert!(topics_file(dir.path())["topicConfigTable"]["%RETRY%timer"].is_object());
+        assert!(durable_topics(dir.path())
+            .topic_config_table
+            .contains_key("%RETRY%timer"));
         persister.stop();
     }
 
@@ -282,16 +310,27 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let topics = Arc::new(TopicConfigManager::open(dir.path(), 8).unwrap());
         let persister = MetaPersister::start(vec![(Arc::clone(&topics) as _, NEVER)]).unwrap();
-        // A folder where the file should be: the rename onto it fails.
-        std::fs::create_dir_all(dir.path().join("config/topics.json/blocker")).unwrap();
+        // Folders where the journal and the file should be: the append
+        // fails, and so does the whole-file write that stands in for it.
+        let config = dir.path().join("config");
+        for name in ["topics.json", "topics.json.journal"] {
+            std::fs::create_dir_all(config.join(name).join("blocker")).unwrap();
+        }
         let err = topics.upsert(TopicConfig::new("Doomed", 4)).unwrap_err();
         assert!(err.to_string().contains("topics.json"), "{err}");
         // Kept in memory, and written once the disk lets it.
         assert!(topics.get("Doomed").is_some());
-        std::fs::remove_dir_all(dir.path().join("config/topics.json")).unwrap();
+        for name in [
+            "topics.json",
+            "topics.json.journal",
+            "topics.json.journal.compacting",
+        ] {
+            let _ = std::fs::remove_dir_all(config.join(name));
+        }
         topics.upsert(TopicConfig::new("Later", 4)).unwrap();
-        let file = topics_file(dir.path());
-        assert!(file["topicConfigTable"]["Doomed"].is_object());
+        let durable = durable_topics(dir.path());
+        assert!(durable.topic_config_table.contains_key("Doomed"));
+        assert!(durable.topic_config_table.contains_key("Later"));
         persister.stop();
     }
 }

@@ -8,16 +8,20 @@
 //! not wait, and reaches the disk within one persister interval, or at a
 //! clean stop.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::error::MetaError;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use rmq_common::constants::AUTO_CREATE_TOPIC;
 use rmq_common::names::validate_topic;
 use rmq_common::remoting::body::{TopicConfig, TopicConfigSerializeWrapper};
 
-use super::persist::{wait_on_disk, Generation, Generations, PersistTable, PERSIST_WAIT_TIMEOUT};
-use super::{encode_json, read_json};
+use super::journal::{Journal, Keyed, KeyedFile};
+use super::persist::{
+    wait_on_disk, Generation, Generations, PersistTable, Snapshot, PERSIST_WAIT_TIMEOUT,
+};
+use super::read_json;
 
 /// `config/topics.json` has the layout of the registered table.
 pub(crate) type TopicsFile = TopicConfigSerializeWrapper;
@@ -27,12 +31,50 @@ pub(crate) type TopicsFile = TopicConfigSerializeWrapper;
 /// for one bounded chunk at a time, never for a whole request's worth.
 const CREATE_CHUNK: usize = 256;
 
-/// The topic table, written behind by the meta persister.
+/// The topic table: changes journaled (see [`super::journal`]) and
+/// written by the meta persister.
 #[derive(Debug)]
 pub struct TopicConfigManager {
     path: PathBuf,
     state: RwLock<TopicsFile>,
     generations: Generations,
+    journal: Journal,
+    unregistered: Mutex<Unregistered>,
+}
+
+/// Topic changes the NameServers have not been told of yet (the
+/// registrar takes them for an incremental registration).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Unregistered {
+    /// Topics created or changed.
+    pub changed: BTreeSet<String>,
+    /// Topics deleted.
+    pub deleted: BTreeSet<String>,
+    /// Every topic changed at once (the broker's permission, a slave's
+    /// copy of its master): only a full registration tells it.
+    pub full: bool,
+}
+
+impl Unregistered {
+    /// Nothing to tell.
+    pub fn is_empty(&self) -> bool {
+        self.changed.is_empty() && self.deleted.is_empty() && !self.full
+    }
+}
+
+impl Keyed for TopicConfig {
+    fn key(&self) -> &str {
+        &self.topic_name
+    }
+}
+
+impl KeyedFile<TopicConfig> for TopicsFile {
+    fn entries(&mut self) -> &mut std::collections::BTreeMap<String, TopicConfig> {
+        &mut self.topic_config_table
+    }
+    fn version(&mut self) -> &mut rmq_common::remoting::body::DataVersion {
+        &mut self.data_version
+    }
 }
 
 fn check(config: &TopicConfig) -> Result<(), TopicError> {
@@ -73,6 +115,8 @@ impl TopicConfigManager {
     pub fn open(root: &std::path::Path, default_queue_nums: i32) -> Result<Self, MetaError> {
         let path = root.join("config").join("topics.json");
         let mut file: TopicsFile = read_json(&path)?.unwrap_or_default();
+        let journal = Journal::new(&path);
+        super::journal::recover(&path, &journal, &mut file)?;
         file.topic_config_table
             .entry(AUTO_CREATE_TOPIC.to_owned())
             .or_insert_with(|| TopicConfig::new(AUTO_CREATE_TOPIC, default_queue_nums));
@@ -80,6 +124,8 @@ impl TopicConfigManager {
             path,
             state: RwLock::new(file),
             generations: Generations::default(),
+            journal,
+            unregistered: Mutex::new(Unregistered::default()),
         })
     }
 
@@ -114,7 +160,84 @@ impl TopicConfigManager {
     /// take the next registration's topics (a new `brokerPermission`).
     pub fn touch(&self) {
         let mut s = self.state.write();
-        self.changed(&mut s);
+        self.changed(&mut s, Vec::new(), Vec::new());
+        self.unregistered.lock().full = true;
+    }
+
+    /// Takes the changes the NameServers have not been told of, once they
+    /// are on disk: a route is never announced for a topic a crash could
+    /// still take away. (A write that does not come in time is logged; the
+    /// changes go out anyway, as the table in memory has them.)
+    pub fn take_unregistered(&self) -> Unregistered {
+        let (changes, generation) = {
+            let _table = self.state.read();
+            (
+                std::mem::take(&mut *self.unregistered.lock()),
+                self.generations.current(),
+            )
+        };
+        self.wait_durable(generation);
+        changes
+    }
+
+    /// The whole table with its version, once on disk (a full
+    /// registration; see [`TopicConfigManager::take_unregistered`]).
+    pub fn durable_table(&self) -> TopicConfigSerializeWrapper {
+        let (table, generation) = {
+            let s = self.state.read();
+            (s.clone(), self.generations.current())
+        };
+        self.wait_durable(generation);
+        table
+    }
+
+    fn wait_durable(&self, generation: Generation) {
+        if let Err(e) = wait_on_disk(self, generation, PERSIST_WAIT_TIMEOUT) {
+            tracing::warn!(error = %e, "topic changes registered before they reached the disk");
+        }
+    }
+
+    /// Puts back changes a registration could not deliver (merged with
+    /// any made since).
+    pub fn return_unregistered(&self, back: Unregistered) {
+        let mut u = self.unregistered.lock();
+        for name in back.changed {
+            if !u.deleted.contains(&name) {
+                u.changed.insert(name);
+            }
+        }
+        for name in back.deleted {
+            if !u.changed.contains(&name) {
+                u.deleted.insert(name);
+            }
+        }
+        u.full |= back.full;
+    }
+
+    /// The configs of those of `names` that exist, with the table's
+    /// current version: an incremental registration's body.
+    pub fn increment<'a>(
+        &self,
+        names: impl IntoIterator<Item = &'a String>,
+    ) -> TopicConfigSerializeWrapper {
+        let s = self.state.read();
+        TopicConfigSerializeWrapper {
+            topic_config_table: names
+                .into_iter()
+                .filter_map(|n| s.topic_config_table.get(n).map(|c| (n.clone(), c.clone())))
+                .collect(),
+            data_version: s.data_version.clone(),
+        }
+    }
+
+    /// How many topics the table holds.
+    pub fn len(&self) -> usize {
+        self.state.read().topic_config_table.len()
+    }
+
+    /// Whether the table is empty (never: the auto-create topic is kept).
+    pub fn is_empty(&self) -> bool {
+        self.state.read().topic_config_table.is_empty()
     }
 
     /// Creates or replaces a topic and waits until the table is on disk.
@@ -141,11 +264,11 @@ impl TopicConfigManager {
             check(config)?;
         }
         let mut s = self.state.write();
-        for config in configs {
+        for config in &configs {
             s.topic_config_table
-                .insert(config.topic_name.clone(), config);
+                .insert(config.topic_name.clone(), config.clone());
         }
-        Ok(self.changed(&mut s))
+        Ok(self.changed(&mut s, configs, Vec::new()))
     }
 
     /// Waits (at most `timeout`) until the change of `generation` is on
@@ -193,7 +316,7 @@ impl TopicConfigManager {
         }
         s.topic_config_table
             .insert(topic.to_owned(), config.clone());
-        let generation = self.changed(&mut s);
+        let generation = self.changed(&mut s, vec![config.clone()], Vec::new());
         Ok((config, Some(generation)))
     }
 
@@ -221,16 +344,17 @@ impl TopicConfigManager {
                 continue;
             }
             let mut s = self.state.write();
-            let before = created;
-            for config in chunk {
-                if !s.topic_config_table.contains_key(&config.topic_name) {
-                    s.topic_config_table
-                        .insert(config.topic_name.clone(), config);
-                    created += 1;
-                }
+            let new: Vec<TopicConfig> = chunk
+                .into_iter()
+                .filter(|c| !s.topic_config_table.contains_key(&c.topic_name))
+                .collect();
+            for config in &new {
+                s.topic_config_table
+                    .insert(config.topic_name.clone(), config.clone());
             }
-            if created > before {
-                self.changed(&mut s);
+            created += new.len();
+            if !new.is_empty() {
+                self.changed(&mut s, new, Vec::new());
             }
         }
         created
@@ -244,7 +368,7 @@ impl TopicConfigManager {
             if s.topic_config_table.remove(topic).is_none() {
                 return Ok(false);
             }
-            self.changed(&mut s)
+            self.changed(&mut s, Vec::new(), vec![topic.to_owned()])
         };
         wait_on_disk(self, generation, PERSIST_WAIT_TIMEOUT)?;
         Ok(true)
@@ -263,16 +387,42 @@ impl TopicConfigManager {
         if s.data_version == master.data_version {
             return false;
         }
+        // Journaled as the difference.
+        let (put, delete) =
+            super::journal::difference(&s.topic_config_table, &master.topic_config_table);
         *s = master;
-        self.generations.mark();
+        let generation = self.generations.mark();
+        self.journal
+            .record(generation, &s.data_version, put, delete);
+        self.unregistered.lock().full = true;
         true
     }
 
-    /// Moves the data version and marks the change (under the write lock).
-    fn changed(&self, s: &mut TopicsFile) -> Generation {
+    /// Moves the data version, marks the change and queues its journal
+    /// line (under the write lock); notes the topics for the registrar.
+    fn changed(
+        &self,
+        s: &mut TopicsFile,
+        put: Vec<TopicConfig>,
+        delete: Vec<String>,
+    ) -> Generation {
         s.data_version.counter += 1;
         s.data_version.timestamp = rmq_common::time::now_ms();
-        self.generations.mark()
+        let generation = self.generations.mark();
+        {
+            let mut u = self.unregistered.lock();
+            for c in &put {
+                u.deleted.remove(&c.topic_name);
+                u.changed.insert(c.topic_name.clone());
+            }
+            for name in &delete {
+                u.changed.remove(name);
+                u.deleted.insert(name.clone());
+            }
+        }
+        self.journal
+            .record(generation, &s.data_version, put, delete);
+        generation
     }
 }
 
@@ -285,14 +435,12 @@ impl PersistTable for TopicConfigManager {
         &self.generations
     }
 
-    fn encode_snapshot(&self) -> Result<(Vec<u8>, Generation), MetaError> {
-        // Cloned under the read lock, encoded outside it: a table of many
-        // thousand topics takes milliseconds to encode.
-        let (snapshot, generation) = {
-            let s = self.state.read();
-            (s.clone(), self.generations.current())
-        };
-        Ok((encode_json(&self.path, &snapshot)?, generation))
+    fn journal(&self) -> Option<&Journal> {
+        Some(&self.journal)
+    }
+
+    fn encode_snapshot(&self) -> Result<Snapshot, MetaError> {
+        Snapshot::of_journaled(&self.path, &self.state, &self.generations, &self.journal)
     }
 }
 
@@ -339,12 +487,18 @@ mod tests {
         let generation = created.expect("a new topic");
         assert_eq!(m.get_or_create_deferred("%DLQ%g", 4).unwrap().1, None);
         m.wait_persisted(generation, PERSIST_WAIT_TIMEOUT).unwrap();
+        // On disk as journal lines; the next start writes them into the
+        // JSON file, in Java's layout, and empties the journal.
+        let journal = dir.path().join("config/topics.json.journal");
+        let lines = std::fs::read_to_string(&journal).unwrap();
+        assert!(lines.contains("\"%DLQ%g\""), "{lines}");
+        let m = TopicConfigManager::open(dir.path(), 8).unwrap();
+        assert!(!journal.exists());
         let raw = std::fs::read_to_string(dir.path().join("config/topics.json")).unwrap();
         assert!(
             raw.contains("\"topicConfigTable\"") && raw.contains("\"readQueueNums\": 4"),
             "{raw}"
         );
-        let m = TopicConfigManager::open(dir.path(), 8).unwrap();
         assert_eq!(m.get("T1").unwrap().read_queue_nums, 4);
         // A list is all or nothing.
         let before = m.data_version();
@@ -370,6 +524,44 @@ mod tests {
         assert!(!m.delete("T1").unwrap());
         let m = TopicConfigManager::open(dir.path(), 8).unwrap();
         assert!(m.get("T1").is_none(), "a delete is on disk when it returns");
+    }
+
+    #[test]
+    fn changes_reach_the_registrar_once_on_disk_and_deletes_cancel_creates() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = TopicConfigManager::open(dir.path(), 8).unwrap();
+        m.get_or_create_deferred("A", 4).unwrap();
+        m.get_or_create_deferred("B", 4).unwrap();
+        let journal = dir.path().join("config/topics.json.journal");
+        assert!(!journal.exists(), "deferred changes wait for the persister");
+        let taken = m.take_unregistered();
+        assert_eq!(
+            taken.changed.iter().map(String::as_str).collect::<Vec<_>>(),
+            ["A", "B"]
+        );
+        // Taken only once they are on disk: a crash now cannot take away
+        // a topic the NameServers were told of.
+        let lines = std::fs::read_to_string(&journal).unwrap();
+        assert!(
+            lines.contains("\"A\"") && lines.contains("\"B\""),
+            "{lines}"
+        );
+        assert!(m.take_unregistered().is_empty());
+        // A create then a delete tells the delete only; and the other way.
+        m.get_or_create_deferred("C", 4).unwrap();
+        m.delete("C").unwrap();
+        m.delete("A").unwrap();
+        m.upsert(TopicConfig::new("A", 2)).unwrap();
+        let taken = m.take_unregistered();
+        assert_eq!(taken.changed.iter().collect::<Vec<_>>(), ["A"]);
+        assert_eq!(taken.deleted.iter().collect::<Vec<_>>(), ["C"]);
+        assert!(!taken.full);
+        // The increment carries what exists now, with the table's version.
+        let inc = m.increment(&taken.changed);
+        assert_eq!(inc.topic_config_table["A"].write_queue_nums, 2);
+        assert_eq!(inc.data_version, m.table().data_version);
+        m.touch();
+        assert!(m.take_unregistered().full);
     }
 
     #[test]

@@ -56,6 +56,13 @@ impl NamesrvOptions {
 
 /// The key of the broker expiry.
 const EXPIRY_KEY: &str = "namesrvBrokerExpiry";
+
+/// The key of Java's `deleteTopicWithBrokerRegistration` (default false):
+/// a master's registration then replaces its topics, so topics missing
+/// from it leave the routes. Off, registrations only add and update, and
+/// topics leave through DELETE_TOPIC_IN_NAMESRV (or the broker's expiry).
+/// Incremental and split registrations need it off.
+const DELETE_WITH_REGISTRATION_KEY: &str = "deleteTopicWithBrokerRegistration";
 /// Shortest broker expiry accepted, ms.
 const MIN_EXPIRY_MS: i64 = 1_000;
 
@@ -63,6 +70,7 @@ const MIN_EXPIRY_MS: i64 = 1_000;
 #[derive(Debug)]
 pub struct NamesrvConfig {
     expiry_ms: AtomicI64,
+    delete_with_registration: std::sync::atomic::AtomicBool,
     listen_port: AtomicI64,
     kv_config_path: Option<PathBuf>,
     config_store_path: Option<PathBuf>,
@@ -83,6 +91,7 @@ impl NamesrvConfig {
     pub fn open(options: &NamesrvOptions) -> Self {
         let config = Self {
             expiry_ms: AtomicI64::new(options.expiry_ms),
+            delete_with_registration: std::sync::atomic::AtomicBool::new(false),
             listen_port: AtomicI64::new(0),
             kv_config_path: options.kv_config_path(),
             config_store_path: options.config_store_path(),
@@ -90,13 +99,16 @@ impl NamesrvConfig {
         if let Some(path) = &config.config_store_path {
             if let Ok(text) = std::fs::read_to_string(path) {
                 for (k, v) in parse_properties(&text) {
-                    if k == EXPIRY_KEY {
-                        match parse_expiry(&v) {
-                            Ok(ms) => config.expiry_ms.store(ms, Ordering::Relaxed),
-                            Err(e) => {
-                                tracing::warn!(path = %path.display(), error = %e.remark, "persisted NameServer setting skipped")
-                            }
+                    let applied = match k.as_str() {
+                        EXPIRY_KEY => {
+                            parse_expiry(&v).map(|ms| config.expiry_ms.store(ms, Ordering::Relaxed))
                         }
+                        DELETE_WITH_REGISTRATION_KEY => parse_flag(&k, &v)
+                            .map(|on| config.delete_with_registration.store(on, Ordering::Relaxed)),
+                        _ => Ok(()),
+                    };
+                    if let Err(e) = applied {
+                        tracing::warn!(path = %path.display(), error = %e.remark, "persisted NameServer setting skipped");
                     }
                 }
             }
@@ -107,6 +119,12 @@ impl NamesrvConfig {
     /// The broker expiry now, ms.
     pub fn expiry_ms(&self) -> i64 {
         self.expiry_ms.load(Ordering::Relaxed)
+    }
+
+    /// Whether a master's registration replaces its topics
+    /// (`deleteTopicWithBrokerRegistration`).
+    pub fn delete_with_registration(&self) -> bool {
+        self.delete_with_registration.load(Ordering::Relaxed)
     }
 
     /// Records the port the NameServer listens on.
@@ -121,9 +139,10 @@ impl NamesrvConfig {
                 .map_or(String::new(), |p| p.display().to_string())
         };
         format!(
-            "listenPort={}\n{EXPIRY_KEY}={}\nkvConfigPath={}\nconfigStorePath={}\n",
+            "listenPort={}\n{EXPIRY_KEY}={}\n{DELETE_WITH_REGISTRATION_KEY}={}\nkvConfigPath={}\nconfigStorePath={}\n",
             self.listen_port.load(Ordering::Relaxed),
             self.expiry_ms(),
+            self.delete_with_registration(),
             path(&self.kv_config_path),
             path(&self.config_store_path),
         )
@@ -134,6 +153,7 @@ impl NamesrvConfig {
     pub fn update(&self, body: &str) -> Result<(), ConfigRefusal> {
         let props = parse_properties(body);
         let mut expiry = None;
+        let mut delete_with_registration = None;
         for (k, v) in &props {
             match k.as_str() {
                 "kvConfigPath" | "configStorePath" => {
@@ -143,6 +163,7 @@ impl NamesrvConfig {
                     })
                 }
                 EXPIRY_KEY => expiry = Some(parse_expiry(v)?),
+                DELETE_WITH_REGISTRATION_KEY => delete_with_registration = Some(parse_flag(k, v)?),
                 "listenPort" => {
                     return Err(ConfigRefusal {
                         code: ResponseCode::SystemError,
@@ -160,6 +181,9 @@ impl NamesrvConfig {
         if let Some(ms) = expiry {
             self.expiry_ms.store(ms, Ordering::Relaxed);
         }
+        if let Some(on) = delete_with_registration {
+            self.delete_with_registration.store(on, Ordering::Relaxed);
+        }
         self.persist().map_err(|e| ConfigRefusal {
             code: ResponseCode::SystemError,
             remark: e.to_string(),
@@ -168,7 +192,15 @@ impl NamesrvConfig {
 
     fn persist(&self) -> Result<(), MetaError> {
         match &self.config_store_path {
-            Some(p) => write_bytes(p, format!("{EXPIRY_KEY}={}\n", self.expiry_ms()).as_bytes()),
+            Some(p) => write_bytes(
+                p,
+                format!(
+                    "{EXPIRY_KEY}={}\n{DELETE_WITH_REGISTRATION_KEY}={}\n",
+                    self.expiry_ms(),
+                    self.delete_with_registration()
+                )
+                .as_bytes(),
+            ),
             None => Ok(()),
         }
     }
@@ -176,6 +208,18 @@ impl NamesrvConfig {
     /// Where the settings are kept, if anywhere.
     pub fn config_store_path(&self) -> Option<&Path> {
         self.config_store_path.as_deref()
+    }
+}
+
+/// A flag as Java's properties take it (`true`/`false`, any case).
+fn parse_flag(key: &str, v: &str) -> Result<bool, ConfigRefusal> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(ConfigRefusal {
+            code: ResponseCode::SystemError,
+            remark: format!("{key}={v}: must be true or false"),
+        }),
     }
 }
 

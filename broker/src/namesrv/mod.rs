@@ -12,8 +12,9 @@ pub mod service;
 pub use config::NamesrvOptions;
 pub use processor::NameServerHandler;
 pub use register::{
-    BodyForm, BodyStats, BrokerRegistrar, MasterInfo, NameServerError, RegisterError,
-    RegistrationProvider, AUTO_COMPRESS_BYTES, DEFAULT_REGISTER_PERIOD,
+    BodyForm, BodyStats, BrokerRegistrar, Increment, IncrementProvider, MasterInfo,
+    NameServerError, RegisterError, RegistrationProvider, AUTO_COMPRESS_BYTES,
+    DEFAULT_REGISTER_PERIOD,
 };
 pub use route::{BrokerIdentity, RouteInfoManager};
 pub use service::{NameServer, NameServerHandle, BROKER_EXPIRY_MS, SCAN_INTERVAL};

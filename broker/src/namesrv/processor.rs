@@ -250,6 +250,7 @@ impl NameServerHandler {
             &id,
             &body.topic_config_serialize_wrapper,
             self.clock.now_ms(),
+            self.config.delete_with_registration(),
         );
         self.ha_addrs
             .lock()
@@ -323,8 +324,12 @@ impl NameServerHandler {
         let ext = req.ext();
         let topic = ext.req_str("topic")?;
         let cluster = ext.get_str("clusterName").filter(|c| !c.is_empty());
-        self.routes.delete_topic(topic, cluster);
-        tracing::info!(topic, cluster, "topic deleted from the routes");
+        // Not in Java's header: our broker names itself when it tells of
+        // its own delete, so the topic's other brokers keep their queues
+        // (a Java NameServer ignores the field and drops the cluster's).
+        let broker = ext.get_str("brokerName").filter(|b| !b.is_empty());
+        self.routes.delete_topic(topic, cluster, broker);
+        tracing::info!(topic, cluster, broker, "topic deleted from the routes");
         Ok(Reply::default())
     }
 }

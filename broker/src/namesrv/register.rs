@@ -27,6 +27,26 @@ use rmq_client::{ClientError, Connector, RemotingClient};
 /// list of a version it already has.
 pub type RegistrationProvider = Arc<dyn Fn() -> (BrokerIdentity, RegisterBrokerBody) + Send + Sync>;
 
+/// Builds the next incremental registration: what changed since the last
+/// one was taken.
+pub type IncrementProvider = Arc<dyn Fn() -> Increment + Send + Sync>;
+
+/// The topic changes one incremental registration tells (as RocketMQ 4.9's
+/// `registerIncrementBrokerData`): a REGISTER_BROKER whose body holds only
+/// the changed topics with the table's whole data version, and a
+/// DELETE_TOPIC_IN_NAMESRV for each deleted topic.
+#[derive(Debug, Clone)]
+pub struct Increment {
+    /// Who registers.
+    pub id: BrokerIdentity,
+    /// The changed topics (empty: none).
+    pub body: RegisterBrokerBody,
+    /// Topics deleted.
+    pub deleted: Vec<String>,
+    /// Every topic changed: a full registration instead.
+    pub full: bool,
+}
+
 /// RocketMQ's default registration period (the broker's heartbeat).
 pub const DEFAULT_REGISTER_PERIOD: Duration = Duration::from_secs(30);
 
@@ -160,6 +180,9 @@ struct LinkState {
 struct Inner {
     links: Vec<Link>,
     provider: RegistrationProvider,
+    increments: Option<IncrementProvider>,
+    /// An increment failed somewhere: the next pass registers in full.
+    full_due: std::sync::atomic::AtomicBool,
     form: BodyForm,
     last_body: parking_lot::Mutex<Option<BodyStats>>,
     /// Set by [`BrokerRegistrar::halt`]: stop without UNREGISTER_BROKER.
@@ -212,6 +235,7 @@ impl BrokerRegistrar {
         Self::start_with(
             namesrv_addrs,
             provider,
+            None,
             period,
             BodyForm::Auto,
             &Connector::new(),
@@ -222,9 +246,11 @@ impl BrokerRegistrar {
 
     /// [`BrokerRegistrar::start`] with the body sent in `form`, over
     /// connections `connector` opens (signed when the NameServers check).
+    #[allow(clippy::too_many_arguments)]
     pub fn start_with(
         namesrv_addrs: Vec<SocketAddr>,
         provider: RegistrationProvider,
+        increments: Option<IncrementProvider>,
         period: Duration,
         form: BodyForm,
         connector: &Connector,
@@ -242,6 +268,8 @@ impl BrokerRegistrar {
         let inner = Arc::new(Inner {
             links,
             provider,
+            increments,
+            full_due: std::sync::atomic::AtomicBool::new(false),
             form,
             last_body: parking_lot::Mutex::new(None),
             silent: std::sync::atomic::AtomicBool::new(false),
@@ -304,11 +332,23 @@ impl BrokerRegistrar {
 
 async fn run(inner: Arc<Inner>, period: Duration) {
     let cancel = inner.cancel.clone();
+    // A full registration at once and every period; in between, a wake-up
+    // sends what changed (or a full one without an increment provider).
+    let mut full_at = tokio::time::Instant::now();
     loop {
+        let now = tokio::time::Instant::now();
+        let full = now >= full_at
+            || inner.increments.is_none()
+            || inner
+                .full_due
+                .swap(false, std::sync::atomic::Ordering::AcqRel);
+        if full {
+            full_at = now + period;
+        }
         tokio::select! {
             biased;
             () = cancel.cancelled() => break,
-            result = inner.register_all() => match result {
+            result = inner.register(full) => match result {
                 // Per-NameServer failures were logged by their links.
                 Ok(()) | Err(RegisterError::Failed { .. } | RegisterError::Stopped) => {}
                 Err(e) => tracing::error!(error = %e, "cannot build the broker registration"),
@@ -318,7 +358,7 @@ async fn run(inner: Arc<Inner>, period: Duration) {
             biased;
             () = cancel.cancelled() => break,
             () = inner.wake.notified() => {}
-            () = tokio::time::sleep(period) => {}
+            () = tokio::time::sleep_until(full_at) => {}
         }
     }
     if inner.silent.load(std::sync::atomic::Ordering::Acquire) {
@@ -330,6 +370,92 @@ async fn run(inner: Arc<Inner>, period: Duration) {
 }
 
 impl Inner {
+    async fn register(&self, full: bool) -> Result<(), RegisterError> {
+        if full {
+            return self.register_all().await;
+        }
+        let result = self.register_increment().await;
+        self.passes.send_modify(|n| *n += 1);
+        result
+    }
+
+    /// Sends what changed since the last increment: the changed topics in
+    /// one REGISTER_BROKER, each deleted topic in a DELETE_TOPIC_IN_NAMESRV.
+    /// A NameServer that missed part of it gets everything at the next
+    /// pass, which is then a full registration.
+    async fn register_increment(&self) -> Result<(), RegisterError> {
+        let Some(provider) = &self.increments else {
+            return self.register_all_once().await;
+        };
+        // It may wait for the changes to reach the disk: off the async
+        // threads.
+        let provider = Arc::clone(provider);
+        let inc = tokio::task::spawn_blocking(move || provider())
+            .await
+            .map_err(|e| RegisterError::Encode(format!("increment task failed: {e}")))?;
+        if inc.full {
+            let result = self.register_all_once().await;
+            self.delete_topics(&inc.id, &inc.deleted).await;
+            return result;
+        }
+        let mut failures: Vec<NameServerError> = Vec::new();
+        if !inc
+            .body
+            .topic_config_serialize_wrapper
+            .topic_config_table
+            .is_empty()
+        {
+            let (bytes, stats) = encode_body(&inc.body, BodyForm::Auto)?;
+            let req = register_request(&inc.id, bytes, stats.compressed);
+            let calls = self.links.iter().map(|link| link.register(req.clone()));
+            for result in futures::future::join_all(calls).await {
+                if let Err(e) = result {
+                    failures.push(e);
+                }
+            }
+        }
+        if !self.delete_topics(&inc.id, &inc.deleted).await {
+            self.full_due
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            self.full_due
+                .store(true, std::sync::atomic::Ordering::Release);
+            self.wake.notify_one();
+            Err(RegisterError::Failed {
+                failures,
+                total: self.links.len(),
+            })
+        }
+    }
+
+    /// Tells every NameServer that this broker deleted `topics` (naming the
+    /// broker, so the topic's other brokers keep their queues). Returns
+    /// whether every NameServer took every one.
+    async fn delete_topics(&self, id: &BrokerIdentity, topics: &[String]) -> bool {
+        let mut all = true;
+        for topic in topics {
+            let mut req = RemotingCommand::request(RequestCode::DeleteTopicInNamesrv);
+            req.put_ext("topic", topic);
+            req.put_ext("clusterName", &id.cluster);
+            req.put_ext("brokerName", &id.broker_name);
+            let calls = self.links.iter().map(|link| link.delete_topic(req.clone()));
+            for (link, result) in self
+                .links
+                .iter()
+                .zip(futures::future::join_all(calls).await)
+            {
+                if let Err(e) = result {
+                    all = false;
+                    tracing::warn!(namesrv = %link.addr, topic, error = %e, "cannot tell a NameServer of a deleted topic; its route stays until this broker unregisters or expires");
+                }
+            }
+        }
+        all
+    }
+
     async fn register_all(&self) -> Result<(), RegisterError> {
         let result = self.register_all_once().await;
         self.passes.send_modify(|n| *n += 1);
@@ -388,7 +514,11 @@ impl Inner {
     }
 
     async fn unregister_all(&self) {
-        let (id, _) = (self.provider)();
+        let provider = Arc::clone(&self.provider);
+        let Ok((id, _)) = tokio::task::spawn_blocking(move || provider()).await else {
+            tracing::warn!("cannot build the broker's identity to unregister");
+            return;
+        };
         let mut req = RemotingCommand::request(RequestCode::UnregisterBroker);
         put_identity(&mut req, &id);
         let calls = self.links.iter().map(|link| link.unregister(req.clone()));
@@ -489,6 +619,13 @@ impl Link {
     }
 
     /// Best effort, bounded by [`UNREGISTER_TIMEOUT`]; closes the connection.
+    async fn delete_topic(&self, req: RemotingCommand) -> Result<(), NameServerError> {
+        let mut state = self.state.lock().await;
+        self.call(&mut state, req, REGISTER_TIMEOUT)
+            .await
+            .map(|_| ())
+    }
+
     async fn unregister(&self, req: RemotingCommand) {
         let exchange = async {
             let mut state = self.state.lock().await;

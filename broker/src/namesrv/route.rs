@@ -52,8 +52,21 @@ impl RouteInfoManager {
         Self::default()
     }
 
-    /// Records a broker and its topics (every heartbeat re-registers).
-    pub fn register(&self, id: &BrokerIdentity, topics: &TopicConfigSerializeWrapper, now_ms: i64) {
+    /// Records a broker and its topics (every heartbeat re-registers). As
+    /// RocketMQ 5.x, per topic: a master's topic is added when the routes
+    /// lack it, and updated when the body's data version is new (so an
+    /// unchanged re-registration leaves a WIPE_WRITE_PERM in place). With
+    /// `replace` (`deleteTopicWithBrokerRegistration`) its topics missing
+    /// from a body with a new version also leave it. Without it, a body may
+    /// carry only some topics: an incremental registration (the topics one
+    /// change touched) or one part of a split one.
+    pub fn register(
+        &self,
+        id: &BrokerIdentity,
+        topics: &TopicConfigSerializeWrapper,
+        now_ms: i64,
+        replace: bool,
+    ) {
         let mut t = self.tables.write();
         t.clusters
             .entry(id.cluster.clone())
@@ -77,9 +90,17 @@ impl RouteInfoManager {
             .live
             .get(&id.broker_addr)
             .is_none_or(|(_, v)| *v != topics.data_version);
-        if id.broker_id == 0 && changed {
-            // The master's topic list is authoritative for its broker name.
-            replace_topics(&mut t, &id.broker_name, &topics.topic_config_table);
+        if id.broker_id == 0 {
+            if replace && changed {
+                replace_topics(&mut t, &id.broker_name, &topics.topic_config_table);
+            } else {
+                upsert_topics(
+                    &mut t,
+                    &id.broker_name,
+                    &topics.topic_config_table,
+                    !changed,
+                );
+            }
         }
         t.live.insert(
             id.broker_addr.clone(),
@@ -248,18 +269,21 @@ impl RouteInfoManager {
         }
     }
 
-    /// DELETE_TOPIC_IN_NAMESRV: the topic leaves the routes of the brokers
-    /// of `cluster` (of every broker when `None`). A broker that still has
-    /// the topic brings it back with its next registration, as in Java.
-    pub fn delete_topic(&self, topic: &str, cluster: Option<&str>) {
+    /// DELETE_TOPIC_IN_NAMESRV: the topic leaves the routes of `broker`
+    /// when one is named (a broker telling of its own delete), else of the
+    /// brokers of `cluster` (of every broker when `None`). A broker that
+    /// still has the topic brings it back with its next registration, as
+    /// in Java.
+    pub fn delete_topic(&self, topic: &str, cluster: Option<&str>, broker: Option<&str>) {
         let mut t = self.tables.write();
-        let names: Vec<String> = match cluster {
-            Some(c) => t
+        let names: Vec<String> = match (broker, cluster) {
+            (Some(b), _) => vec![b.to_owned()],
+            (None, Some(c)) => t
                 .clusters
                 .get(c)
                 .map(|n| n.iter().cloned().collect())
                 .unwrap_or_default(),
-            None => t
+            (None, None) => t
                 .topics
                 .get(topic)
                 .map(|q| q.keys().cloned().collect())
@@ -299,6 +323,47 @@ fn remove_addr(t: &mut Tables, broker_name: &str, broker_addr: &str) {
     }
 }
 
+fn queue_data(broker_name: &str, c: &TopicConfig) -> QueueData {
+    QueueData {
+        broker_name: broker_name.to_owned(),
+        read_queue_nums: c.read_queue_nums,
+        write_queue_nums: c.write_queue_nums,
+        perm: c.perm,
+        topic_sys_flag: c.topic_sys_flag,
+    }
+}
+
+/// Adds `broker_name`'s queues of every topic of `table` the routes lack
+/// and, unless `only_missing`, updates those that differ; its other topics
+/// stay.
+fn upsert_topics(
+    t: &mut Tables,
+    broker_name: &str,
+    table: &BTreeMap<String, TopicConfig>,
+    only_missing: bool,
+) {
+    let mut added = Vec::new();
+    for (topic, c) in table {
+        let queues = t.topics.entry(topic.clone()).or_default();
+        match queues.get(broker_name) {
+            None => {
+                queues.insert(broker_name.to_owned(), queue_data(broker_name, c));
+                added.push(topic.clone());
+            }
+            Some(old) if !only_missing && *old != queue_data(broker_name, c) => {
+                queues.insert(broker_name.to_owned(), queue_data(broker_name, c));
+            }
+            Some(_) => {}
+        }
+    }
+    if !added.is_empty() {
+        t.broker_topics
+            .entry(broker_name.to_owned())
+            .or_default()
+            .extend(added);
+    }
+}
+
 /// Makes `broker_name` serve exactly `table`: its topics missing from
 /// `table` lose it (and go if no broker is left), the others are upserted.
 fn replace_topics(t: &mut Tables, broker_name: &str, table: &BTreeMap<String, TopicConfig>) {
@@ -312,16 +377,10 @@ fn replace_topics(t: &mut Tables, broker_name: &str, table: &BTreeMap<String, To
         }
     }
     for (topic, c) in table {
-        t.topics.entry(topic.clone()).or_default().insert(
-            broker_name.to_owned(),
-            QueueData {
-                broker_name: broker_name.to_owned(),
-                read_queue_nums: c.read_queue_nums,
-                write_queue_nums: c.write_queue_nums,
-                perm: c.perm,
-                topic_sys_flag: c.topic_sys_flag,
-            },
-        );
+        t.topics
+            .entry(topic.clone())
+            .or_default()
+            .insert(broker_name.to_owned(), queue_data(broker_name, c));
     }
     if !table.is_empty() {
         t.broker_topics
@@ -359,7 +418,12 @@ mod tests {
     #[test]
     fn route_json_has_the_fields_strict_clients_need() {
         let m = RouteInfoManager::new();
-        m.register(&id("broker-a", "127.0.0.1:10911"), &topics(&["T"], 1), 0);
+        m.register(
+            &id("broker-a", "127.0.0.1:10911"),
+            &topics(&["T"], 1),
+            0,
+            false,
+        );
         let json = serde_json::to_string(&m.route("T").unwrap()).unwrap();
         assert_eq!(
             json,
@@ -371,15 +435,16 @@ mod tests {
     #[test]
     fn several_brokers_topic_changes_and_expiry() {
         let m = RouteInfoManager::new();
-        m.register(&id("a", "127.0.0.1:1"), &topics(&["T", "U"], 1), 0);
-        m.register(&id("b", "127.0.0.1:2"), &topics(&["T"], 1), 0);
+        m.register(&id("a", "127.0.0.1:1"), &topics(&["T", "U"], 1), 0, true);
+        m.register(&id("b", "127.0.0.1:2"), &topics(&["T"], 1), 0, true);
         assert_eq!(m.route("T").unwrap().broker_datas.len(), 2);
-        // Broker a drops topic U in a new version.
-        m.register(&id("a", "127.0.0.1:1"), &topics(&["T"], 2), 10);
+        // With deleteTopicWithBrokerRegistration, broker a drops topic U
+        // in a new version.
+        m.register(&id("a", "127.0.0.1:1"), &topics(&["T"], 2), 10, true);
         assert!(m.route("U").is_none());
         assert_eq!(m.expire(100_000, 120_000), Vec::<String>::new());
         // b stays silent past the expiry.
-        m.register(&id("a", "127.0.0.1:1"), &topics(&["T"], 2), 130_000);
+        m.register(&id("a", "127.0.0.1:1"), &topics(&["T"], 2), 130_000, true);
         assert_eq!(m.expire(130_001, 120_000), vec!["127.0.0.1:2".to_owned()]);
         assert_eq!(m.route("T").unwrap().broker_datas.len(), 1);
         assert_eq!(
@@ -389,5 +454,45 @@ mod tests {
         m.unregister("a", "127.0.0.1:1");
         assert!(m.route("T").is_none());
         assert!(m.cluster_info().broker_addr_table.is_empty());
+    }
+
+    #[test]
+    fn registrations_add_and_update_only_and_a_broker_deletes_its_own_topic() {
+        let m = RouteInfoManager::new();
+        let a = id("a", "127.0.0.1:1");
+        m.register(&a, &topics(&["T", "U"], 1), 0, false);
+        m.register(&id("b", "127.0.0.1:2"), &topics(&["T"], 1), 0, false);
+        // An incremental body: one new topic; the others stay.
+        m.register(&a, &topics(&["V"], 2), 1, false);
+        for t in ["T", "U", "V"] {
+            assert!(m.route(t).is_some(), "{t}");
+        }
+        // The same version again: a topic the routes lack is added (a
+        // split registration's parts share one version), a changed one is
+        // not (an unchanged broker leaves a wiped write permission alone).
+        let mut part = topics(&["U", "W"], 2);
+        part.topic_config_table
+            .get_mut("U")
+            .unwrap()
+            .write_queue_nums = 16;
+        m.register(&a, &part, 2, false);
+        assert!(m.route("W").is_some());
+        assert_eq!(m.route("U").unwrap().queue_datas[0].write_queue_nums, 4);
+        // A new version updates it.
+        part.data_version.counter = 5;
+        m.register(&a, &part, 2, false);
+        assert_eq!(m.route("U").unwrap().queue_datas[0].write_queue_nums, 16);
+        // Broker a tells of its own delete: b keeps T.
+        m.delete_topic("T", Some("DefaultCluster"), Some("a"));
+        let route = m.route("T").unwrap();
+        assert_eq!(route.queue_datas.len(), 1);
+        assert_eq!(route.queue_datas[0].broker_name, "b");
+        // Its next full registration without T does not bring it back.
+        m.register(&a, &topics(&["U", "V"], 6), 3, false);
+        assert_eq!(m.route("T").unwrap().queue_datas.len(), 1);
+        // Unregistering a drops all of its topics.
+        m.unregister("a", "127.0.0.1:1");
+        assert!(m.route("U").is_none() && m.route("V").is_none());
+        assert!(m.route("T").is_some());
     }
 }

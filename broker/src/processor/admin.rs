@@ -118,8 +118,9 @@ pub async fn resume_check_half(ctx: &Arc<BrokerContext>, req: &RemotingCommand) 
     Ok(success())
 }
 
-/// DELETE_TOPIC_IN_BROKER: the topic leaves the table (and, through the
-/// next registration, the NameServer's routes), its consume queues are
+/// DELETE_TOPIC_IN_BROKER: the topic leaves the table (and the
+/// NameServers' routes of this broker: the registrar sends them
+/// DELETE_TOPIC_IN_NAMESRV naming it), its consume queues are
 /// removed on either backend, and every group's offsets of it are dropped.
 pub async fn delete_topic(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
     let topic = req.ext().req_str("topic")?.to_owned();

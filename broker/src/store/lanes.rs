@@ -93,6 +93,11 @@ fn meta_error(e: MetaError) -> StoreError {
             path,
             source,
         } => StoreError::io(format!("{action} {}", path.display()), source),
+        MetaError::Journal { path, line, why } => StoreError::Corrupt {
+            path,
+            offset: i64::try_from(line).unwrap_or(i64::MAX),
+            detail: why,
+        },
         MetaError::Encode { path, source } => StoreError::io(
             format!("encode {}", path.display()),
             std::io::Error::other(source),

@@ -47,7 +47,7 @@ fn body(token: &str) -> Vec<u8> {
 }
 
 /// Starts the master child on `root` and waits for its `READY`.
-fn spawn_master(root: &Path, backend: CqBackend, port: u16, ha: u16, ns: &str) -> Child {
+pub(crate) fn spawn_master(root: &Path, backend: CqBackend, port: u16, ha: u16, ns: &str) -> Child {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ha-master"))
         .args([
             root.to_str().unwrap(),

@@ -21,6 +21,7 @@ mod hostile_poison;
 mod hostile_stall;
 mod hostile_topics;
 mod java_client;
+mod meta_crash;
 mod metrics;
 mod mqadmin;
 mod namesrv;

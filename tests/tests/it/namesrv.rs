@@ -290,8 +290,21 @@ async fn namesrv_trigger_publishes_a_topic_change() {
     let route = json_body(&call(&client, route_request("New", SerializeType::Json)).await);
     assert_eq!(route["queueDatas"][0]["brokerName"], "broker-a");
 
-    // Dropping a topic (new version) removes its route.
+    // A registration only adds and updates, as Java's NameServer by
+    // default: a topic missing from it (new version) keeps its route.
     a.set_topics(&["New"], 3);
+    registrar.register_now().await.unwrap();
+    let resp = call(&client, route_request("Old", SerializeType::Json)).await;
+    assert_eq!(resp.code, ResponseCode::Success.code());
+    // With deleteTopicWithBrokerRegistration, a new version replaces the
+    // broker's topics.
+    let update = RemotingCommand::request(RequestCode::UpdateNamesrvConfig)
+        .with_body(b"deleteTopicWithBrokerRegistration=true\n".to_vec());
+    assert_eq!(
+        call(&client, update).await.code,
+        ResponseCode::Success.code()
+    );
+    a.set_topics(&["New"], 4);
     registrar.register_now().await.unwrap();
     let resp = call(&client, route_request("Old", SerializeType::Json)).await;
     assert_eq!(resp.code, ResponseCode::TopicNotExist.code());
