@@ -1,4 +1,5 @@
-//! Group administration: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+//! Group administration: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (and its
+//! `_LIST`, RocketMQ 5.x's batch create),
 //! DELETE_SUBSCRIPTIONGROUP, GET_CONSUMER_CONNECTION_LIST,
 //! GET_PRODUCER_CONNECTION_LIST and INVOKE_BROKER_TO_RESET_OFFSET (mqadmin
 //! updateSubGroup, deleteSubGroup, consumerConnection, producerConnection,
@@ -13,7 +14,17 @@ use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 use super::stats::{keyed_body, queue};
 use super::{blocking, json_success, success, Handled, Refusal};
 use crate::context::BrokerContext;
-use rmq_common::remoting::body::SubscriptionGroupConfig;
+use rmq_common::remoting::body::{SubscriptionGroupConfig, SubscriptionGroupList};
+
+/// A group config as an admin sent it, checked.
+fn checked_group(config: &SubscriptionGroupConfig) -> Result<(), Refusal> {
+    validate_group(&config.group_name)
+        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+    if config.retry_queue_nums != 0 {
+        super::validate::queue_nums("retryQueueNums", config.retry_queue_nums)?;
+    }
+    Ok(())
+}
 
 /// Handles group administration.
 pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {
@@ -29,15 +40,34 @@ pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingC
                     format!("subscription group body is not valid: {e}"),
                 )
             })?;
-            validate_group(&config.group_name)
-                .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
-            if config.retry_queue_nums != 0 {
-                super::validate::queue_nums("retryQueueNums", config.retry_queue_nums)?;
-            }
+            checked_group(&config)?;
             let name = config.group_name.clone();
             let groups = Arc::clone(&ctx.groups);
             blocking(move || groups.upsert(config)).await??;
             tracing::info!(group = name, "subscription group created or updated");
+            Ok(success())
+        }
+        RequestCode::UpdateAndCreateSubscriptionGroupList => {
+            let list: SubscriptionGroupList =
+                rmq_common::json::from_slice(req.body.as_deref().unwrap_or_default()).map_err(
+                    |e| {
+                        Refusal::new(
+                            ResponseCode::SystemError,
+                            format!("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST body is not a groupConfigList JSON: {e}"),
+                        )
+                    },
+                )?;
+            // All or nothing: one bad group and none is applied.
+            for config in &list.group_config_list {
+                checked_group(config)?;
+            }
+            let count = list.group_config_list.len();
+            let groups = Arc::clone(&ctx.groups);
+            blocking(move || groups.upsert_many(list.group_config_list)).await??;
+            tracing::info!(
+                count,
+                "subscription groups created or updated in one request"
+            );
             Ok(success())
         }
         RequestCode::DeleteSubscriptionGroup => {

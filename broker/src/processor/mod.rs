@@ -236,6 +236,7 @@ async fn dispatch(
         | RequestCode::GetConsumeStats
         | RequestCode::QueryTopicConsumeByWho => stats::handle(ctx, code, req).await,
         RequestCode::UpdateAndCreateSubscriptionGroup
+        | RequestCode::UpdateAndCreateSubscriptionGroupList
         | RequestCode::DeleteSubscriptionGroup
         | RequestCode::GetConsumerConnectionList
         | RequestCode::GetProducerConnectionList

@@ -32,6 +32,7 @@ pub const ADMIN_CODES: &[RequestCode] = &[
     RequestCode::RegisterBroker,
     RequestCode::UnregisterBroker,
     RequestCode::UpdateAndCreateSubscriptionGroup,
+    RequestCode::UpdateAndCreateSubscriptionGroupList,
     RequestCode::WipeWritePermOfBroker,
     RequestCode::AddWritePermOfBroker,
     RequestCode::DeleteSubscriptionGroup,

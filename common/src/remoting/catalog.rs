@@ -84,6 +84,7 @@ pub const CATALOG: &[Entry] = &[
     e(C::GetRouteInfoByTopic, N, ""),
     e(C::GetBrokerClusterInfo, N, ""),
     e(C::UpdateAndCreateSubscriptionGroup, B, ""),
+    e(C::UpdateAndCreateSubscriptionGroupList, B, "RocketMQ 5.x's batch create; 4.9 has no such code"),
     e(C::GetAllSubscriptiongroupConfig, B, "no built-in groups (TOOLS_CONSUMER, ...) are listed: they are not created here"),
     e(C::GetTopicStatsInfo, B, ""),
     e(C::GetConsumerConnectionList, B, ""),

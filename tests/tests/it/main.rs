@@ -22,6 +22,7 @@ mod hostile_stall;
 mod hostile_topics;
 mod java_client;
 mod meta_crash;
+mod meta_scale;
 mod metrics;
 mod mqadmin;
 mod namesrv;

@@ -52,3 +52,12 @@ impl Default for SubscriptionGroupConfig {
         }
     }
 }
+
+/// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST body (RocketMQ 5.x's
+/// `SubscriptionGroupList`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SubscriptionGroupList {
+    /// The groups to create or replace.
+    pub group_config_list: Vec<SubscriptionGroupConfig>,
+}

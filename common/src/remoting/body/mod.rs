@@ -12,7 +12,7 @@ pub mod topic;
 pub use consumer::{
     ClientConnection, ConsumerConnection, LockBatchBody, MessageQueue, OffsetWrapper, TopicOffset,
 };
-pub use group::SubscriptionGroupConfig;
+pub use group::{SubscriptionGroupConfig, SubscriptionGroupList};
 pub use heartbeat::{CheckClientBody, ConsumerData, HeartbeatData, ProducerData, SubscriptionData};
 pub use register::RegisterBrokerBody;
 pub use route::{BrokerData, ClusterInfo, QueueData, TopicRouteData};
