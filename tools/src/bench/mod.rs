@@ -8,6 +8,7 @@ pub mod ha;
 pub mod latency;
 pub mod live;
 pub mod load;
+pub mod meta;
 pub mod plot;
 pub mod producer;
 pub mod report;

@@ -13,6 +13,9 @@
 //! * `rmq-bench store`: append + dispatch without the network for a matrix
 //!   of queue counts: entries/s, restart time, open files, maps, RSS.
 //! * `rmq-bench reput`: serial vs concurrent reput rebuilding one log.
+//! * `rmq-bench meta --broker ADDR --pid PID`: topic creates one by one and
+//!   in batches, then first heartbeats of many groups, against a running
+//!   broker: creates/s and broker CPU per create at each checkpoint.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -21,7 +24,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use rmq_common::config::CqBackend;
 use rmq_common::FlushDiskType;
-use rmq_tools::bench::{ab, ha, live, load, report, reput, routes, store, LoadSpec};
+use rmq_tools::bench::{ab, ha, live, load, meta, report, reput, routes, store, LoadSpec};
 
 #[derive(Debug, Parser)]
 #[command(name = "rmq-bench", version)]
@@ -139,6 +142,14 @@ enum Cmd {
     Routes {
         #[command(flatten)]
         spec: routes::RoutesSpec,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Topic and group metadata at scale against a running broker.
+    Meta {
+        #[command(flatten)]
+        spec: meta::MetaSpec,
         /// Also write the report as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -284,6 +295,10 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
         }
         Cmd::Routes { spec, json } => {
             let r = routes::run(&spec).await?;
+            report::write_json_to(json.as_deref(), &r)?;
+        }
+        Cmd::Meta { spec, json } => {
+            let r = meta::run(&spec).await?;
             report::write_json_to(json.as_deref(), &r)?;
         }
         _ => anyhow::bail!("not a network command"),
