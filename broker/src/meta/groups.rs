@@ -51,11 +51,16 @@ impl Keyed for SubscriptionGroupConfig {
 }
 
 impl KeyedFile<SubscriptionGroupConfig> for GroupsFile {
-    fn entries(&mut self) -> &mut BTreeMap<String, SubscriptionGroupConfig> {
-        &mut self.subscription_group_table
+    fn parts(&self) -> (&BTreeMap<String, SubscriptionGroupConfig>, &DataVersion) {
+        (&self.subscription_group_table, &self.data_version)
     }
-    fn version(&mut self) -> &mut DataVersion {
-        &mut self.data_version
+    fn parts_mut(
+        &mut self,
+    ) -> (
+        &mut BTreeMap<String, SubscriptionGroupConfig>,
+        &mut DataVersion,
+    ) {
+        (&mut self.subscription_group_table, &mut self.data_version)
     }
 }
 
@@ -171,7 +176,7 @@ impl SubscriptionGroupManager {
     /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG's body: the table and its data
     /// version, as the file holds them (Java's `SubscriptionGroupWrapper`).
     pub fn wrapper_json(&self) -> Result<Vec<u8>, serde_json::Error> {
-        serde_json::to_vec(&*self.state.read())
+        serde_json::to_vec(&super::journal::copy_in_chunks(&self.state))
     }
 
     /// Creates or replaces a group and waits until the table is on disk.

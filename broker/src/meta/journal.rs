@@ -12,8 +12,10 @@
 //! entries put (whole) and the names deleted. Replaying the same changes
 //! twice gives the same table, which is what makes compaction safe:
 //!
-//! 1. under the table's lock: copy the table and take the pending lines
-//!    (every change up to the copy, none after);
+//! 1. under the table's lock, take the pending lines (every change up to
+//!    that moment, none after); then copy the table a chunk at a time
+//!    ([`copy_in_chunks`]: writers go on meanwhile, so each entry is as its
+//!    chunk found it, at that moment or later);
 //! 2. append and sync those lines;
 //! 3. rename `<file>.journal` to `<file>.journal.compacting` and start an
 //!    empty journal (folder synced);
@@ -22,8 +24,10 @@
 //!
 //! Start-up loads the JSON file and replays `.compacting`, then `.journal`.
 //! Together they always hold an unbroken run of changes that reaches back
-//! at least to the file's copy, so a crash at any step loses nothing that
-//! was synced. A line cut short by a crash (no newline, or a checksum that
+//! at least to the moment the file's copy began, so a crash at any step
+//! loses nothing that was synced: for every entry, the last change replayed
+//! is its last synced change, and an entry no synced change touched since
+//! is as the copy found it. A line cut short by a crash (no newline, or a checksum that
 //! does not match, at the very end) was never acknowledged: it is dropped
 //! with a warning. A bad line followed by good ones is damage, and stops
 //! the broker with the file and line named.
@@ -71,22 +75,57 @@ pub trait Keyed: Clone + PartialEq + Serialize + DeserializeOwned {
 }
 
 /// A keyed table with its data version, as its JSON file holds them.
-pub trait KeyedFile<V: Keyed> {
-    /// The entries by name.
-    fn entries(&mut self) -> &mut BTreeMap<String, V>;
-    /// The table's version.
-    fn version(&mut self) -> &mut DataVersion;
+pub trait KeyedFile<V: Keyed>: Default {
+    /// The entries by name, and the table's version.
+    fn parts(&self) -> (&BTreeMap<String, V>, &DataVersion);
+    /// The same, to change.
+    fn parts_mut(&mut self) -> (&mut BTreeMap<String, V>, &mut DataVersion);
 
     /// Applies one recorded change.
     fn replay(&mut self, record: JournalRecord<V>) {
-        let entries = self.entries();
+        let (entries, version) = self.parts_mut();
         for entry in record.put {
             entries.insert(entry.key().to_owned(), entry);
         }
         for name in &record.delete {
             entries.remove(name);
         }
-        *self.version() = record.data_version;
+        *version = record.data_version;
+    }
+}
+
+/// Entries copied under one hold of a table's read lock.
+const COPY_CHUNK: usize = 2048;
+
+/// A copy of the table in `state`, taken [`COPY_CHUNK`] entries per hold
+/// of its read lock, so a table of 100,000 entries never holds up a writer
+/// (and the readers queued behind it) for the whole copy. The copy is
+/// *fuzzy*: each entry is as it was when its chunk was read, and the
+/// version is the latest. Replaying every change made since the copy began
+/// over it gives the table exactly (each change puts or deletes whole
+/// entries), which is all a compaction or a registration needs.
+pub fn copy_in_chunks<V: Keyed, T: KeyedFile<V>>(state: &parking_lot::RwLock<T>) -> T {
+    use std::ops::Bound::{Excluded, Unbounded};
+    let mut copy = T::default();
+    let mut after: Option<String> = None;
+    loop {
+        let s = state.read();
+        let (entries, version) = s.parts();
+        let chunk = match &after {
+            None => entries.range::<str, _>((Unbounded, Unbounded)),
+            Some(k) => entries.range::<str, _>((Excluded(k.as_str()), Unbounded)),
+        };
+        let (out, out_version) = copy.parts_mut();
+        let mut n = 0;
+        for (k, v) in chunk.take(COPY_CHUNK) {
+            out.insert(k.clone(), v.clone());
+            n += 1;
+        }
+        *out_version = version.clone();
+        after = out.keys().next_back().cloned();
+        if n < COPY_CHUNK {
+            return copy;
+        }
     }
 }
 
@@ -470,7 +509,7 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    #[derive(Debug, Default, Serialize, PartialEq)]
+    #[derive(Debug, Default, Clone, Serialize, PartialEq)]
     struct Table(BTreeMap<String, Entry>, DataVersion);
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -483,12 +522,26 @@ mod tests {
     }
 
     impl KeyedFile<Entry> for Table {
-        fn entries(&mut self) -> &mut BTreeMap<String, Entry> {
-            &mut self.0
+        fn parts(&self) -> (&BTreeMap<String, Entry>, &DataVersion) {
+            (&self.0, &self.1)
         }
-        fn version(&mut self) -> &mut DataVersion {
-            &mut self.1
+        fn parts_mut(&mut self) -> (&mut BTreeMap<String, Entry>, &mut DataVersion) {
+            (&mut self.0, &mut self.1)
         }
+    }
+
+    #[test]
+    fn a_copy_in_chunks_is_whole_for_a_still_table() {
+        let mut t = Table::default();
+        for i in 0..COPY_CHUNK * 2 + 7 {
+            t.0.insert(format!("k{i:05}"), Entry(format!("k{i:05}"), i as u32));
+        }
+        t.1.counter = 9;
+        let state = parking_lot::RwLock::new(t);
+        let copy = copy_in_chunks(&state);
+        assert_eq!(copy, *state.read());
+        let empty = parking_lot::RwLock::new(Table::default());
+        assert_eq!(copy_in_chunks(&empty), Table::default());
     }
 
     fn record(counter: i64, put: &[(&str, u32)], delete: &[&str]) -> JournalRecord<Entry> {
@@ -564,38 +617,44 @@ mod tests {
             record(1, &[("a", 1), ("b", 1)], &[]),
             record(2, &[("a", 2)], &["b"]),
         ];
-        let after = [record(3, &[("b", 5), ("c", 1)], &["a"])];
+        let after = [
+            record(3, &[("b", 5), ("c", 1)], &["a"]),
+            record(4, &[("a", 7), ("c", 2)], &[]),
+        ];
         let mut expected = Table::default();
         for r in before.iter().chain(&after) {
             expected.replay(r.clone());
         }
-        let mut snapshot = Table::default();
+        // The file's copy: exact at the cut, or fuzzy (the copy, taken in
+        // chunks while writes went on, already holds the first change
+        // after the cut).
+        let mut exact = Table::default();
         for r in &before {
-            snapshot.replay(r.clone());
+            exact.replay(r.clone());
         }
+        let mut fuzzy = exact.clone();
+        fuzzy.replay(after[0].clone());
         // Crash after step N of a compaction (3: rotated; 4: file written;
         // 5: .compacting removed), then the changes after the cut.
-        for step in 3..=5 {
-            let dir = tempfile::tempdir().unwrap();
-            let file = dir.path().join("t.json");
-            let journal = Journal::new(&file);
-            write(&journal, &before);
-            journal.rotate().unwrap();
-            if step >= 4 {
-                let bytes = serde_json::to_vec(&snapshot).unwrap();
-                std::fs::write(&file, bytes).unwrap();
+        for snapshot in [&exact, &fuzzy] {
+            for step in 3..=5 {
+                let dir = tempfile::tempdir().unwrap();
+                let file = dir.path().join("t.json");
+                let journal = Journal::new(&file);
+                write(&journal, &before);
+                journal.rotate().unwrap();
+                if step >= 5 {
+                    journal.compacted(1).unwrap();
+                }
+                write(&journal, &after);
+                let mut t = if step >= 4 {
+                    snapshot.clone()
+                } else {
+                    Table::default()
+                };
+                Journal::new(&file).load(&mut t).unwrap();
+                assert_eq!(t, expected, "crash after step {step}, {snapshot:?}");
             }
-            if step >= 5 {
-                journal.compacted(1).unwrap();
-            }
-            write(&journal, &after);
-            let mut t = if step >= 4 {
-                Table(snapshot.0.clone(), snapshot.1.clone())
-            } else {
-                Table::default()
-            };
-            Journal::new(&file).load(&mut t).unwrap();
-            assert_eq!(t, expected, "crash after step {step}");
         }
     }
 }

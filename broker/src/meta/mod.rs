@@ -27,7 +27,11 @@ pub(crate) fn read_json<T: serde::de::DeserializeOwned>(
     path: &Path,
 ) -> Result<Option<T>, MetaError> {
     match std::fs::read(path) {
-        Ok(bytes) => rmq_common::json::from_slice(&bytes)
+        // Strict JSON first: the files this broker and Java's write are
+        // plain JSON, and the strict decoder reads 100,000 topics several
+        // times faster than the lenient one, which takes anything else.
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .or_else(|_| rmq_common::json::from_slice(&bytes))
             .map(Some)
             .map_err(|source| MetaError::Invalid {
                 path: path.to_owned(),

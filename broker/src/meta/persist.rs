@@ -16,7 +16,7 @@ use rmq_common::service::Signal;
 
 use crate::error::MetaError;
 
-use super::journal::Journal;
+use super::journal::{copy_in_chunks, Journal, Keyed, KeyedFile};
 
 /// Longest a caller waits for its change to reach the disk before it is
 /// told the write did not happen in time (the change stays in memory and
@@ -154,21 +154,25 @@ impl Generations {
 }
 
 impl Snapshot {
-    /// The snapshot of a journaled table held in `state`: cloned under its
-    /// read lock with the generation and the journal's cut (writers queue
-    /// lines under the write lock, so the cut holds exactly the changes up
-    /// to the copy), encoded outside it (a table of many thousand entries
+    /// The snapshot of a journaled table held in `state`: the generation
+    /// and the journal's cut taken under its read lock (writers queue lines
+    /// under the write lock, so the cut holds exactly the changes up to
+    /// that generation), then a fuzzy copy taken in chunks
+    /// ([`copy_in_chunks`]): every change after the cut goes to the journal
+    /// the compaction starts, and replaying those over the copy gives the
+    /// table. Encoded outside the lock (a table of many thousand entries
     /// takes milliseconds to encode).
-    pub fn of_journaled<T: serde::Serialize + Clone>(
+    pub fn of_journaled<V: Keyed, T: KeyedFile<V> + serde::Serialize>(
         path: &Path,
         state: &parking_lot::RwLock<T>,
         generations: &Generations,
         journal: &Journal,
     ) -> Result<Self, MetaError> {
-        let (copy, generation, cut) = {
-            let s = state.read();
-            (s.clone(), generations.current(), journal.take().0)
+        let (generation, cut) = {
+            let _s = state.read();
+            (generations.current(), journal.take().0)
         };
+        let copy = copy_in_chunks(state);
         Ok(Self {
             bytes: super::encode_json(path, &copy)?,
             generation,

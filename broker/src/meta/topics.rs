@@ -8,14 +8,14 @@
 //! not wait, and reaches the disk within one persister interval, or at a
 //! clean stop.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::error::MetaError;
 use parking_lot::{Mutex, RwLock};
 use rmq_common::constants::AUTO_CREATE_TOPIC;
 use rmq_common::names::validate_topic;
-use rmq_common::remoting::body::{TopicConfig, TopicConfigSerializeWrapper};
+use rmq_common::remoting::body::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
 
 use super::journal::{Journal, Keyed, KeyedFile};
 use super::persist::{
@@ -69,11 +69,11 @@ impl Keyed for TopicConfig {
 }
 
 impl KeyedFile<TopicConfig> for TopicsFile {
-    fn entries(&mut self) -> &mut std::collections::BTreeMap<String, TopicConfig> {
-        &mut self.topic_config_table
+    fn parts(&self) -> (&BTreeMap<String, TopicConfig>, &DataVersion) {
+        (&self.topic_config_table, &self.data_version)
     }
-    fn version(&mut self) -> &mut rmq_common::remoting::body::DataVersion {
-        &mut self.data_version
+    fn parts_mut(&mut self) -> (&mut BTreeMap<String, TopicConfig>, &mut DataVersion) {
+        (&mut self.topic_config_table, &mut self.data_version)
     }
 }
 
@@ -147,7 +147,7 @@ impl TopicConfigManager {
     /// The whole table with its version, as GET_ALL_TOPIC_CONFIG answers
     /// and REGISTER_BROKER carries it.
     pub fn table(&self) -> TopicConfigSerializeWrapper {
-        self.state.read().clone()
+        super::journal::copy_in_chunks(&self.state)
     }
 
     /// Data version (timestamp, counter), which moves on every change.
@@ -183,11 +183,9 @@ impl TopicConfigManager {
     /// The whole table with its version, once on disk (a full
     /// registration; see [`TopicConfigManager::take_unregistered`]).
     pub fn durable_table(&self) -> TopicConfigSerializeWrapper {
-        let (table, generation) = {
-            let s = self.state.read();
-            (s.clone(), self.generations.current())
-        };
-        self.wait_durable(generation);
+        let table = self.table();
+        // Every change the copy holds is at or before this generation.
+        self.wait_durable(self.generations.current());
         table
     }
 

@@ -7,8 +7,9 @@
 //!    last `--window` creates before it, so the cost at 1,000 topics and at
 //!    100,000 compare within one run;
 //! 2. batch creates: `--batch-topics` more in UPDATE_AND_CREATE_TOPIC_LIST
-//!    requests of `--batch` (RocketMQ 5.x's code; a broker without it is
-//!    reported, not failed);
+//!    requests of `--batch`, and `--batch-groups` groups in
+//!    UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST ones (RocketMQ 5.x's codes; a
+//!    broker without them is reported, not failed);
 //! 3. first heartbeats: `--clients` clients each send one HEART_BEAT naming
 //!    their share of `--groups` new consumer groups (the broker creates each
 //!    group and its retry topic), while a probe asks GET_MAX_OFFSET every
@@ -57,6 +58,10 @@ pub struct MetaSpec {
     /// Topics created in batches.
     #[arg(long, default_value_t = 100_000)]
     pub batch_topics: usize,
+    /// Subscription groups created in batches of `--batch`
+    /// (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST, RocketMQ 5.x's code).
+    #[arg(long, default_value_t = 100_000)]
+    pub batch_groups: usize,
     /// New consumer groups in the first heartbeats (0: no heartbeat phase).
     #[arg(long, default_value_t = 3000)]
     pub groups: usize,
@@ -123,6 +128,8 @@ pub struct MetaReport {
     pub single: Phase,
     /// Batch creates.
     pub batch: Option<Phase>,
+    /// Batch group creates.
+    pub batch_groups: Option<Phase>,
     /// First heartbeats.
     pub heartbeats: Option<Heartbeats>,
 }
@@ -245,30 +252,64 @@ async fn single_phase(
     Ok((rows, phase))
 }
 
-async fn batch_phase(spec: &MetaSpec, client: &RemotingClient, first: usize) -> Phase {
+/// What a batch phase creates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Batch {
+    Topics,
+    Groups,
+}
+
+impl Batch {
+    fn total(self, spec: &MetaSpec) -> usize {
+        match self {
+            Batch::Topics => spec.batch_topics,
+            Batch::Groups => spec.batch_groups,
+        }
+    }
+
+    /// The request creating entries `from..from + n`.
+    fn request(
+        self,
+        spec: &MetaSpec,
+        from: usize,
+        n: usize,
+    ) -> serde_json::Result<RemotingCommand> {
+        let (code, body) = match self {
+            Batch::Topics => (
+                RequestCode::UpdateAndCreateTopicList,
+                serde_json::to_vec(&CreateTopicList {
+                    topic_config_list: (from..from + n)
+                        .map(|i| TopicConfig::new(&format!("{}-b{i}", spec.prefix), spec.queues))
+                        .collect(),
+                })?,
+            ),
+            Batch::Groups => (
+                RequestCode::UpdateAndCreateSubscriptionGroupList,
+                serde_json::to_vec(&serde_json::json!({
+                    "groupConfigList": (from..from + n)
+                        .map(|i| serde_json::json!({ "groupName": format!("{}-bg{i}", spec.prefix) }))
+                        .collect::<Vec<_>>()
+                }))?,
+            ),
+        };
+        Ok(RemotingCommand::request(code).with_body(body))
+    }
+}
+
+async fn batch_phase(spec: &MetaSpec, client: &RemotingClient, what: Batch) -> Phase {
     let (start, cpu_start) = (Instant::now(), cpu_seconds(spec.pid));
     let mut created = 0;
     let mut refused = None;
-    while created < spec.batch_topics {
-        let n = spec.batch.min(spec.batch_topics - created);
-        let list = CreateTopicList {
-            topic_config_list: (0..n)
-                .map(|i| {
-                    TopicConfig::new(
-                        &format!("{}-b{}", spec.prefix, first + created + i),
-                        spec.queues,
-                    )
-                })
-                .collect(),
-        };
-        let body = match serde_json::to_vec(&list) {
-            Ok(b) => b,
+    let total = what.total(spec);
+    while created < total {
+        let n = spec.batch.min(total - created);
+        let req = match what.request(spec, created, n) {
+            Ok(r) => r,
             Err(e) => {
                 refused = Some(e.to_string());
                 break;
             }
         };
-        let req = RemotingCommand::request(RequestCode::UpdateAndCreateTopicList).with_body(body);
         if let Err(e) = invoke(client, req).await {
             refused = Some(e.to_string());
             break;
@@ -283,10 +324,14 @@ async fn batch_phase(spec: &MetaSpec, client: &RemotingClient, first: usize) -> 
         cpu_us_per_create: cpu_us_per(cpu_start, cpu_seconds(spec.pid), created),
         refused,
     };
+    let what = match what {
+        Batch::Topics => "topic",
+        Batch::Groups => "group",
+    };
     match &phase.refused {
-        Some(why) => println!("batch creates: stopped after {created}: {why}"),
+        Some(why) => println!("batch {what} creates: stopped after {created}: {why}"),
         None => println!(
-            "batch creates: {created} in batches of {} in {secs:.1} s ({:.0}/s, broker CPU {} per create)",
+            "batch {what} creates: {created} in batches of {} in {secs:.1} s ({:.0}/s, broker CPU {} per create)",
             spec.batch,
             phase.creates_per_s,
             phase
@@ -398,7 +443,12 @@ pub async fn run(spec: &MetaSpec) -> anyhow::Result<MetaReport> {
     }
     let (checkpoints, single) = single_phase(spec, &clients).await?;
     let batch = if spec.batch > 0 && spec.batch_topics > 0 {
-        Some(batch_phase(spec, &clients[0], 0).await)
+        Some(batch_phase(spec, &clients[0], Batch::Topics).await)
+    } else {
+        None
+    };
+    let batch_groups = if spec.batch > 0 && spec.batch_groups > 0 {
+        Some(batch_phase(spec, &clients[0], Batch::Groups).await)
     } else {
         None
     };
@@ -412,6 +462,7 @@ pub async fn run(spec: &MetaSpec) -> anyhow::Result<MetaReport> {
         checkpoints,
         single,
         batch,
+        batch_groups,
         heartbeats,
     })
 }
