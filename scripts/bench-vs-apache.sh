@@ -5,6 +5,7 @@
 #
 #   scripts/bench-vs-apache.sh [--quick] [--targets a,b] [--loads L1,L2]
 #                              [--out DIR] [--dir DIR]
+#   scripts/bench-vs-apache.sh --meta [--targets a,b] [--out DIR] [--dir DIR]
 #
 # Targets, one at a time (never two brokers at once), each on a fresh store
 # folder under --dir (default: the system temp folder), deleted after it:
@@ -101,6 +102,16 @@
 #   --out DIR        where results.md, results.json, the load reports and the
 #                    broker logs go (default: a new temp folder)
 #   --dir DIR        parent folder of the temporary stores (the disk measured)
+#   --meta           metadata instead of the loads: per target, after the
+#                    warm-up, `rmq-bench meta` (100,000 single topic creates
+#                    with rate and broker CPU per create at 1k, 10k and 100k,
+#                    100,000 topics and 100,000 groups in batches of 1,000,
+#                    first heartbeats of 3,000 groups from two clients with a
+#                    probe beside them), then the broker restarted on that
+#                    store: start-up time and RSS. RMQ_BENCH_META_ARGS adds
+#                    rmq-bench meta arguments (e.g. "--topics 1000,10000").
+#                    Broker CPU is the broker process's: Apache's NameServer
+#                    is a process of its own, ours is inside the broker.
 #
 # A full run takes about 20 minutes (about 3.5 per target); --quick about 5.
 # Every process it starts is stopped on exit, whatever the exit.
@@ -133,6 +144,7 @@ log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 TARGETS=("${ALL_TARGETS[@]}")
 LOADS=("${ALL_LOADS[@]}")
 OUT=""
+META=0
 STORE_PARENT=${TMPDIR:-/tmp}
 while [ "$#" -gt 0 ]; do
     case "$1" in
@@ -141,6 +153,7 @@ while [ "$#" -gt 0 ]; do
     --loads) IFS=, read -r -a LOADS <<<"${2:?--loads needs a list}"; shift ;;
     --out) OUT=${2:?--out needs a folder}; shift ;;
     --dir) STORE_PARENT=${2:?--dir needs a folder}; shift ;;
+    --meta) META=1 ;;
     -h | --help) usage; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
     esac
@@ -384,6 +397,15 @@ EOF
     track "$NAMESRV_PID"
     wait_ready "NameServer $v" "$NAMESRV_PID" "$NAMESRV_PORT" "$RUN/namesrv.out" \
         "boot success" "$START_TIMEOUT_S"
+    start_apache_broker "$v"
+}
+
+# The broker of an Apache target whose NameServer runs ($RUN/broker.conf
+# written); again on the same store for a restart.
+start_apache_broker() { # <version>
+    local v=$1
+    local cp="$CACHE/$v/lib/*"
+    local common=("${JAVA_OPENS[@]}" -Duser.home="$RUN/home" -Drocketmq.home.dir="$CACHE/home")
     ROCKETMQ_HOME="$CACHE/home" java "${BROKER_JVM[@]}" "${common[@]}" \
         -Xlog:gc:file="$RUN/gc.log" -cp "$cp" \
         org.apache.rocketmq.broker.BrokerStartup -c "$RUN/broker.conf" \
@@ -523,6 +545,53 @@ session() { # <target> <flush> <loads...>
     stop_target "$target" "$flush"
 }
 
+# --meta: rmq-bench meta against the running target, then a restart on the
+# same store, timed from launch to ready (polled every 0.2 s).
+meta_session() { # <target>
+    local target=$1 flush=ASYNC_FLUSH
+    local report="$OUT/reports/meta-$target.json" logf="$OUT/logs/meta-$target.out"
+    log "$target: starting (metadata)"
+    start_target "$target" "$flush"
+    warm_up "$target" "$flush"
+    local -a extra=()
+    read -r -a extra <<<"${RMQ_BENCH_META_ARGS:-}"
+    RUST_LOG=warn run_tracked target/release/rmq-bench meta --broker "127.0.0.1:$BROKER_PORT" \
+        --pid "$BROKER_PID" --json "$report" "${extra[@]}" >"$logf" 2>&1 ||
+        die "meta on $target: rmq-bench failed (log: $logf): $(tail -n 3 "$logf")"
+    sed "s/^/  $target: /" "$logf" >&2
+    stop_pid "$BROKER_PID"
+    local t0 t1
+    t0=$(date +%s.%N)
+    case "$target" in
+    apache-*) start_apache_broker "$(apache_version "$target")" ;;
+    ours-*) start_ours "$target" "$flush" ;;
+    esac
+    t1=$(date +%s.%N)
+    local rss
+    rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$BROKER_PID/status")
+    printf '{"target":"%s","startup_s":%s,"rss_kib":%d}\n' "$target" \
+        "$(echo "$t1 - $t0" | bc)" "$rss" >>"$OUT/meta-startup.jsonl"
+    log "$target: restarted on its store in $(echo "$t1 - $t0" | bc) s, RSS ${rss} KiB"
+    stop_target "$target" "$flush"
+}
+
+# The --meta table: one row per target.
+meta_summary() {
+    local t r
+    {
+        echo "| target | single creates /s at 1k / 10k / 100k | broker CPU per create at 1k / 10k / 100k | 100k single creates | 100k topics in batches | 100k groups in batches | first heartbeats (max) | probe worst | restart | RSS after restart |"
+        echo "|---|---|---|---|---|---|---|---|---|---|"
+        for t in "${TARGETS[@]}"; do
+            r="$OUT/reports/meta-$t.json"
+            [ -s "$r" ] || continue
+            jq -r --arg t "$t" --slurpfile s <(grep "\"$t\"" "$OUT/meta-startup.jsonl") '
+                def f0: if . == null then "-" else (. | round | tostring) end;
+                def batch(p): if p == null then "-" elif p.refused != null then "refused" else "\(p.seconds * 10 | round / 10) s" end;
+                "| \($t) | \([.checkpoints[].creates_per_s | f0] | join(" / ")) | \([.checkpoints[].cpu_us_per_create | f0] | join(" / ")) us | \(.single.seconds * 10 | round / 10) s\(if .single.refused != null then " (\(.single.created) only)" else "" end) | \(batch(.batch)) | \(batch(.batch_groups)) | \(if .heartbeats == null then "-" else "\(.heartbeats.answer_ms | max | round) ms" end) | \(if .heartbeats == null then "-" else "\(.heartbeats.probe_max_ms | round) ms" end) | \($s[0].startup_s * 100 | round / 100) s | \($s[0].rss_kib / 1024 | round) MiB |"' "$r"
+        done
+    } | tee "$OUT/meta.md"
+}
+
 # ---------------------------------------------------------------- main
 [ -n "$OUT" ] || OUT=$(mktemp -d "${TMPDIR:-/tmp}/bench-vs-apache.XXXXXX")
 mkdir -p "$OUT/reports" "$OUT/logs" "$STORE_PARENT"
@@ -537,6 +606,18 @@ for t in "${TARGETS[@]}"; do
     case "$t" in apache-*) fetch_apache "$(apache_version "$t")" ;; esac
 done
 ensure_rust
+
+if [ "$META" = 1 ]; then
+    : >"$OUT/meta-startup.jsonl"
+    log "metadata on targets: ${TARGETS[*]}; warm-up ${WARM_S} s; out: $OUT"
+    for t in "${ALL_TARGETS[@]}"; do
+        contains "$t" "${TARGETS[@]}" || continue
+        meta_session "$t"
+    done
+    echo
+    meta_summary
+    exit 0
+fi
 
 ASYNC_LOADS=()
 SYNC_LOADS=()

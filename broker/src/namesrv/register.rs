@@ -153,6 +153,17 @@ pub enum RegisterError {
     Stopped,
 }
 
+impl NameServerError {
+    /// The NameServer it concerns.
+    pub fn addr(&self) -> SocketAddr {
+        match self {
+            Self::Client { addr, .. }
+            | Self::ConnectTimeout { addr, .. }
+            | Self::Rejected { addr, .. } => *addr,
+        }
+    }
+}
+
 fn describe(failures: &[NameServerError]) -> String {
     failures
         .iter()
@@ -466,29 +477,40 @@ impl Inner {
         // Building and compressing tens of thousands of topics takes
         // milliseconds: off the async threads.
         let (provider, form) = (Arc::clone(&self.provider), self.form);
-        let (id, body, stats) = tokio::task::spawn_blocking(move || {
+        let (id, parts) = tokio::task::spawn_blocking(move || {
             let (id, body) = provider();
-            encode_body(&body, form).map(|(bytes, stats)| (id, bytes, stats))
+            encode_parts(&body, form, MAX_FRAME_BYTES - HEADER_ROOM).map(|parts| (id, parts))
         })
         .await
         .map_err(|e| RegisterError::Encode(format!("encoding task failed: {e}")))??;
+        let stats = BodyStats {
+            topics: parts.iter().map(|(_, s)| s.topics).sum(),
+            json_bytes: parts.iter().map(|(_, s)| s.json_bytes).sum(),
+            sent_bytes: parts.iter().map(|(_, s)| s.sent_bytes).sum(),
+            compressed: parts.iter().any(|(_, s)| s.compressed),
+        };
         let previous = self.last_body.lock().replace(stats);
         if stats.compressed && previous.is_none_or(|p| !p.compressed) {
             tracing::info!(
                 topics = stats.topics,
                 json_bytes = stats.json_bytes,
                 sent_bytes = stats.sent_bytes,
+                parts = parts.len(),
                 "registering with a compressed body"
             );
         }
-        let req = register_request(&id, body, stats.compressed);
-        let calls = self.links.iter().map(|link| link.register(req.clone()));
         let mut failures: Vec<NameServerError> = Vec::new();
         let mut master = None;
-        for result in futures::future::join_all(calls).await {
-            match result {
-                Ok(addr) => master = master.or(addr),
-                Err(e) => failures.push(e),
+        for (body, part) in parts {
+            let req = register_request(&id, body, part.compressed);
+            let calls = self.links.iter().map(|link| link.register(req.clone()));
+            for result in futures::future::join_all(calls).await {
+                match result {
+                    Ok(addr) => master = master.or(addr),
+                    // One failure per NameServer, whatever the parts.
+                    Err(e) if !failures.iter().any(|f| f.addr() == e.addr()) => failures.push(e),
+                    Err(_) => {}
+                }
             }
         }
         // As Java: the master from the answers (kept when no answer names
@@ -532,6 +554,50 @@ pub fn encode_body(
     body: &RegisterBrokerBody,
     form: BodyForm,
 ) -> Result<(Vec<u8>, BodyStats), RegisterError> {
+    encode_within(body, form, MAX_FRAME_BYTES - HEADER_ROOM)
+}
+
+/// The body as one or more bodies of at most `limit` bytes as sent: a
+/// table too large for one frame even compressed is split in halves until
+/// every part fits (as RocketMQ 5.x's `enableSplitRegistration` splits a
+/// registration). Every part carries the table's whole data version; the
+/// NameServer adds each part's topics (see
+/// [`RouteInfoManager::register`](super::RouteInfoManager::register)).
+pub fn encode_parts(
+    body: &RegisterBrokerBody,
+    form: BodyForm,
+    limit: usize,
+) -> Result<Vec<(Vec<u8>, BodyStats)>, RegisterError> {
+    match encode_within(body, form, limit) {
+        Ok(part) => Ok(vec![part]),
+        Err(RegisterError::TooLarge { topics, .. }) if topics > 1 => {
+            let table = &body.topic_config_serialize_wrapper.topic_config_table;
+            let mut first = table.clone();
+            let Some(middle) = table.keys().nth(topics / 2).cloned() else {
+                return Err(RegisterError::Encode("cannot split the topic table".into()));
+            };
+            let second = first.split_off(&middle);
+            let half = |t| RegisterBrokerBody {
+                topic_config_serialize_wrapper:
+                    rmq_common::remoting::body::TopicConfigSerializeWrapper {
+                        topic_config_table: t,
+                        data_version: body.topic_config_serialize_wrapper.data_version.clone(),
+                    },
+                filter_server_list: body.filter_server_list.clone(),
+            };
+            let mut parts = encode_parts(&half(first), form, limit)?;
+            parts.extend(encode_parts(&half(second), form, limit)?);
+            Ok(parts)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn encode_within(
+    body: &RegisterBrokerBody,
+    form: BodyForm,
+    limit: usize,
+) -> Result<(Vec<u8>, BodyStats), RegisterError> {
     let json =
         register_body::encode_json(body).map_err(|e| RegisterError::Encode(e.to_string()))?;
     let topics = body.topic_config_serialize_wrapper.topic_config_table.len();
@@ -541,12 +607,11 @@ pub fn encode_body(
         sent_bytes: json.len(),
         compressed: false,
     };
-    if form == BodyForm::Auto && json.len() <= AUTO_COMPRESS_BYTES {
+    if form == BodyForm::Auto && json.len() <= limit.min(AUTO_COMPRESS_BYTES) {
         return Ok((json, stats));
     }
     let z =
         register_body::encode_compressed(body).map_err(|e| RegisterError::Encode(e.to_string()))?;
-    let limit = MAX_FRAME_BYTES - HEADER_ROOM;
     if z.len() > limit {
         return Err(RegisterError::TooLarge {
             topics,
@@ -697,5 +762,70 @@ impl Link {
                 timeout,
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use rmq_common::remoting::body::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
+
+    #[test]
+    fn a_table_too_large_for_one_frame_goes_in_parts_that_each_fit() {
+        // Names that do not compress well, so a small limit splits them.
+        let table = (0..3000u64)
+            .map(|i| {
+                let name = format!("T{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                (name.clone(), TopicConfig::new(&name, 4))
+            })
+            .collect();
+        let version = DataVersion {
+            timestamp: 7,
+            counter: 42,
+        };
+        let body = RegisterBrokerBody {
+            topic_config_serialize_wrapper: TopicConfigSerializeWrapper {
+                topic_config_table: table,
+                data_version: version.clone(),
+            },
+            filter_server_list: Vec::new(),
+        };
+        let limit = 8 * 1024;
+        let parts = encode_parts(&body, BodyForm::Auto, limit).unwrap();
+        assert!(parts.len() > 1, "{} part(s)", parts.len());
+        let mut seen = std::collections::BTreeMap::new();
+        for (bytes, stats) in &parts {
+            assert!(bytes.len() <= limit && stats.compressed);
+            let part = register_body::decode(bytes, true).unwrap();
+            assert_eq!(part.topic_config_serialize_wrapper.data_version, version);
+            seen.extend(part.topic_config_serialize_wrapper.topic_config_table);
+        }
+        assert_eq!(
+            seen.keys().collect::<Vec<_>>(),
+            body.topic_config_serialize_wrapper
+                .topic_config_table
+                .keys()
+                .collect::<Vec<_>>()
+        );
+        // One frame is enough: one part, as before.
+        assert_eq!(
+            encode_parts(&body, BodyForm::Auto, MAX_FRAME_BYTES)
+                .unwrap()
+                .len(),
+            1
+        );
+        // A single topic over the limit cannot be split: refused by name.
+        let one = RegisterBrokerBody {
+            topic_config_serialize_wrapper: TopicConfigSerializeWrapper {
+                topic_config_table: [("T".to_owned(), TopicConfig::new("T", 4))].into(),
+                data_version: version,
+            },
+            filter_server_list: Vec::new(),
+        };
+        assert!(matches!(
+            encode_parts(&one, BodyForm::Auto, 8),
+            Err(RegisterError::TooLarge { topics: 1, .. })
+        ));
     }
 }
