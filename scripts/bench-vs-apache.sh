@@ -417,8 +417,15 @@ start_apache_broker() { # <version>
 }
 
 start_ours() { # <target> <flush>
-    local cq=${1#ours-}
-    target/release/rmq-broker \
+    local cq=${1#ours-} v
+    # rmq-broker takes RMQ_<KEY> variables as settings: none of this
+    # script's own (RMQ_BENCH_*, RMQ_APACHE_CACHE) may reach it. env execs
+    # the broker, so $! is the broker.
+    local -a clean=()
+    for v in $(compgen -e); do
+        case "$v" in RMQ_BENCH_* | RMQ_APACHE_*) clean+=(-u "$v") ;; esac
+    done
+    env "${clean[@]}" target/release/rmq-broker \
         --set brokerClusterName=DefaultCluster --set brokerName=broker-a \
         --set brokerId=0 --set brokerIP1=127.0.0.1 \
         --set listenPort="$BROKER_PORT" --set namesrvListenPort="$NAMESRV_PORT" \
