@@ -114,8 +114,10 @@ pub struct Phase {
 pub struct Heartbeats {
     /// New groups in all.
     pub groups: usize,
-    /// Answer time of each client's heartbeat, ms.
-    pub answer_ms: Vec<f64>,
+    /// Answer time of each client's heartbeat, ms (`None`: it failed).
+    pub answer_ms: Vec<Option<f64>>,
+    /// Why heartbeats failed.
+    pub failures: Vec<String>,
     /// The probe's worst latency while they ran, ms.
     pub probe_max_ms: f64,
     /// Probe requests answered meanwhile.
@@ -171,8 +173,23 @@ fn create_request(name: &str, queues: i32) -> RemotingCommand {
     )
 }
 
+/// How long one request may take before the run counts it as failed.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a first heartbeat may take (a broker that writes its whole
+/// tables per new group takes long with thousands of them).
+const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(300);
+
 async fn invoke(client: &RemotingClient, req: RemotingCommand) -> anyhow::Result<RemotingCommand> {
-    let resp = client.invoke(req, Duration::from_secs(30)).await?;
+    invoke_within(client, req, REQUEST_TIMEOUT).await
+}
+
+async fn invoke_within(
+    client: &RemotingClient,
+    req: RemotingCommand,
+    timeout: Duration,
+) -> anyhow::Result<RemotingCommand> {
+    let resp = client.invoke(req, timeout).await?;
     if resp.code != i32::from(ResponseCode::Success) {
         anyhow::bail!("code {}: {}", resp.code, resp.remark.unwrap_or_default());
     }
@@ -426,7 +443,9 @@ async fn heartbeat_phase(spec: &MetaSpec, topic: &str) -> anyhow::Result<Heartbe
         let client = sdk::connect(spec.broker).await?;
         sends.push(async move {
             let t = Instant::now();
-            invoke(&client, req).await.map(|_| t.elapsed())
+            invoke_within(&client, req, HEARTBEAT_TIMEOUT)
+                .await
+                .map(|_| t.elapsed())
         });
     }
     let answers = futures::future::join_all(sends).await;
@@ -434,13 +453,20 @@ async fn heartbeat_phase(spec: &MetaSpec, topic: &str) -> anyhow::Result<Heartbe
     tokio::time::sleep(Duration::from_millis(100)).await;
     stop.store(true, Ordering::Release);
     let (worst, probes) = probe.await?;
-    let mut answer_ms = Vec::new();
+    let (mut answer_ms, mut failures) = (Vec::new(), Vec::new());
     for a in answers {
-        answer_ms.push(a?.as_secs_f64() * 1000.0);
+        match a {
+            Ok(t) => answer_ms.push(Some(t.as_secs_f64() * 1000.0)),
+            Err(e) => {
+                answer_ms.push(None);
+                failures.push(e.to_string());
+            }
+        }
     }
     let r = Heartbeats {
         groups: spec.groups,
         answer_ms,
+        failures,
         probe_max_ms: worst.as_secs_f64() * 1000.0,
         probes,
         cpu_ms: cpu,
@@ -448,7 +474,10 @@ async fn heartbeat_phase(spec: &MetaSpec, topic: &str) -> anyhow::Result<Heartbe
     println!(
         "first heartbeats of {} groups from {clients} clients: answered in {:?} ms; probe worst {:.1} ms over {} probes",
         r.groups,
-        r.answer_ms.iter().map(|ms| (ms * 10.0).round() / 10.0).collect::<Vec<_>>(),
+        r.answer_ms
+            .iter()
+            .map(|ms| ms.map(|ms| (ms * 10.0).round() / 10.0))
+            .collect::<Vec<_>>(),
         r.probe_max_ms,
         r.probes
     );
