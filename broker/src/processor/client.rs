@@ -45,42 +45,7 @@ pub fn handle(
     req: &RemotingCommand,
 ) -> Handled {
     match code {
-        RequestCode::HeartBeat => {
-            let body = req.body.as_deref().unwrap_or_default();
-            let hb: HeartbeatData = rmq_common::json::from_slice(body).map_err(|e| {
-                Refusal::new(
-                    ResponseCode::SystemError,
-                    format!("heartbeat body is not valid: {e}"),
-                )
-            })?;
-            check_names(&hb)?;
-            // Every consumer group gets its retry topic, as RocketMQ does:
-            // in memory only (the meta persister writes the table behind,
-            // once for many), and one notice to the registrar however many
-            // were new (it registers off the request path, coalesced).
-            // Its queue count is the subscription group's retryQueueNums
-            // (the group is created with the defaults on first sight,
-            // unless autoCreateSubscriptionGroup is off).
-            let names = hb.consumer_data_set.iter().map(|c| c.group_name.as_str());
-            let configs = if ctx.settings.broker.auto_create_subscription_group {
-                ctx.groups.get_or_create(names)
-            } else {
-                names.filter_map(|g| ctx.groups.get(g)).collect()
-            };
-            let mut created = 0;
-            for g in configs {
-                let retry = format!("{RETRY_GROUP_TOPIC_PREFIX}{}", g.group_name);
-                created += ctx
-                    .topics
-                    .create_missing([retry], g.retry_queue_nums.max(1));
-            }
-            if created > 0 {
-                ctx.topics_changed.notify_one();
-            }
-            let change = ctx.clients.heartbeat(conn, &hb, req.language, req.version);
-            notify_group_changes(ctx, &change);
-            Ok(success())
-        }
+        RequestCode::HeartBeat => heartbeat(ctx, conn, req),
         RequestCode::UnregisterClient => {
             let ext = req.ext();
             let change = ctx.clients.unregister(
@@ -125,6 +90,59 @@ pub fn handle(
             "not a client request",
         )),
     }
+}
+
+/// A heartbeat body past this many bytes (a client with dozens of groups)
+/// is handled on a blocking thread: a client with thousands of new groups
+/// creates them all in one go, and the request threads go on serving
+/// everyone else meanwhile.
+pub const HEARTBEAT_INLINE_BYTES: usize = 16 * 1024;
+
+/// HEART_BEAT: the client's groups and subscriptions, registered. Every
+/// consumer group gets its subscription group and its retry topic, as
+/// RocketMQ does: in memory, one journal line each for however many were
+/// new (written behind, once for many), and one notice to the registrar
+/// (which registers them off the request path, coalesced). The retry
+/// topic's queue count is the group's retryQueueNums (a group is created
+/// with the defaults on first sight, unless autoCreateSubscriptionGroup is
+/// off).
+pub fn heartbeat(
+    ctx: &Arc<BrokerContext>,
+    conn: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> Handled {
+    let body = req.body.as_deref().unwrap_or_default();
+    let hb: HeartbeatData = rmq_common::json::from_slice(body).map_err(|e| {
+        Refusal::new(
+            ResponseCode::SystemError,
+            format!("heartbeat body is not valid: {e}"),
+        )
+    })?;
+    check_names(&hb)?;
+    let names = hb.consumer_data_set.iter().map(|c| c.group_name.as_str());
+    let configs = if ctx.settings.broker.auto_create_subscription_group {
+        ctx.groups.get_or_create(names)
+    } else {
+        names.filter_map(|g| ctx.groups.get(g)).collect()
+    };
+    // One pass per distinct retry queue count (usually one).
+    let mut retry: std::collections::BTreeMap<i32, Vec<String>> = Default::default();
+    for g in configs {
+        retry
+            .entry(g.retry_queue_nums.max(1))
+            .or_default()
+            .push(format!("{RETRY_GROUP_TOPIC_PREFIX}{}", g.group_name));
+    }
+    let created: usize = retry
+        .into_iter()
+        .map(|(queues, topics)| ctx.topics.create_missing(topics, queues))
+        .sum();
+    if created > 0 {
+        ctx.topics_changed.notify_one();
+    }
+    let change = ctx.clients.heartbeat(conn, &hb, req.language, req.version);
+    notify_group_changes(ctx, &change);
+    Ok(success())
 }
 
 /// Tells each member of a changed consumer group to rebalance.

@@ -207,6 +207,17 @@ async fn dispatch(
         | RequestCode::SearchOffsetByTimestamp
         | RequestCode::GetEarliestMsgStoretime => offsets::handle(ctx, code, req).await,
         RequestCode::HeartBeat
+            if req
+                .body
+                .as_ref()
+                .is_some_and(|b| b.len() > client::HEARTBEAT_INLINE_BYTES) =>
+        {
+            let (ctx, conn, req) = (Arc::clone(ctx), Arc::clone(conn), req.clone());
+            blocking(move || client::heartbeat(&ctx, &conn, &req))
+                .await
+                .and_then(|handled| handled)
+        }
+        RequestCode::HeartBeat
         | RequestCode::UnregisterClient
         | RequestCode::GetConsumerListByGroup
         | RequestCode::CheckClientConfig => client::handle(ctx, conn, code, req),
