@@ -302,11 +302,16 @@ impl Journal {
             if let Some(dir) = self.path.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| io("create the folder of", e))?;
             }
+            let created = !self.path.exists();
             let f = OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(&self.path)
                 .map_err(|e| io("open", e))?;
+            // A new journal's name must outlive a crash as its lines do.
+            if created {
+                self.sync_folder()?;
+            }
             *file = Some(f);
         }
         let Some(f) = file.as_mut() else {
