@@ -1,8 +1,11 @@
-//! The meta persister: one thread that writes the meta tables
-//! (`topics.json`, `subscriptionGroup.json`, `consumerOffset.json`) when
-//! they have changed, each at most once per its interval unless a caller
-//! waits for a change (then at once, one write for every waiter so far),
-//! and everything still dirty when it stops. Requests only change memory.
+//! The meta persister: one thread that makes the meta tables' changes
+//! durable, each at most once per its interval unless a caller waits for a
+//! change (then at once, one write for every waiter so far), and everything
+//! still pending when it stops. For `topics.json` and
+//! `subscriptionGroup.json` a write appends the queued journal lines and
+//! compacts the journal into the file when it is due (see
+//! [`super::journal`]); `consumerOffset.json` is written whole. Requests
+//! only change memory.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,9 +14,9 @@ use rmq_common::service::{Next, Pass, Service, Signal};
 
 use super::persist::{write_all, write_dirty, PersistTable};
 
-/// Shortest interval between two writes of `topics.json` or
+/// Shortest interval between two journal appends of `topics.json` or
 /// `subscriptionGroup.json` that nobody waits for: a storm of creations
-/// costs at most one rewrite of the table per interval.
+/// costs at most one synced append per interval.
 pub const TABLE_WRITE_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Why the persister is asked to stop.
