@@ -195,23 +195,6 @@ impl TopicConfigManager {
         }
     }
 
-    /// Puts back changes a registration could not deliver (merged with
-    /// any made since).
-    pub fn return_unregistered(&self, back: Unregistered) {
-        let mut u = self.unregistered.lock();
-        for name in back.changed {
-            if !u.deleted.contains(&name) {
-                u.changed.insert(name);
-            }
-        }
-        for name in back.deleted {
-            if !u.changed.contains(&name) {
-                u.deleted.insert(name);
-            }
-        }
-        u.full |= back.full;
-    }
-
     /// The configs of those of `names` that exist, with the table's
     /// current version: an incremental registration's body.
     pub fn increment<'a>(
@@ -226,16 +209,6 @@ impl TopicConfigManager {
                 .collect(),
             data_version: s.data_version.clone(),
         }
-    }
-
-    /// How many topics the table holds.
-    pub fn len(&self) -> usize {
-        self.state.read().topic_config_table.len()
-    }
-
-    /// Whether the table is empty (never: the auto-create topic is kept).
-    pub fn is_empty(&self) -> bool {
-        self.state.read().topic_config_table.is_empty()
     }
 
     /// Creates or replaces a topic and waits until the table is on disk.
