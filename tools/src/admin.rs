@@ -12,16 +12,10 @@ use rmq_common::remoting::{RemotingCommand, RequestCode};
 use rmq_client::{self as sdk, Connector, SdkError};
 use rmq_common::remoting::body::{ClusterInfo, TopicConfig, TopicConfigSerializeWrapper};
 
-/// Creates or updates a topic on a broker (this one or Apache RocketMQ's).
-pub async fn topic_create(
-    conn: &Connector,
-    broker: SocketAddr,
-    topic: &str,
-    queues: i32,
-    perm: i32,
-) -> Result<String, SdkError> {
-    let c = conn.connect(broker).await?;
-    let req = sdk::request(
+/// UPDATE_AND_CREATE_TOPIC for `topic` with `queues` read and write queues,
+/// as Apache RocketMQ's broker takes it too.
+pub fn topic_create_request(topic: &str, queues: i32, perm: i32) -> RemotingCommand {
+    sdk::request(
         RequestCode::UpdateAndCreateTopic,
         &[
             ("topic", topic.to_owned()),
@@ -35,16 +29,27 @@ pub async fn topic_create(
             ("topicSysFlag", "0".to_owned()),
             ("order", "false".to_owned()),
         ],
-    );
-    sdk::call(&c, req).await?;
+    )
+}
+
+/// Creates or updates a topic on a broker (this one or Apache RocketMQ's).
+pub async fn topic_create(
+    conn: &Connector,
+    broker: SocketAddr,
+    topic: &str,
+    queues: i32,
+    perm: i32,
+) -> Result<String, SdkError> {
+    let c = conn.connect(broker).await?;
+    sdk::call(&c, topic_create_request(topic, queues, perm)).await?;
     Ok(format!(
         "topic {topic} created with {queues} queues (perm {perm}) on {broker}\n"
     ))
 }
 
 /// Creates or updates `count` topics `<prefix><n>` (n from 0) on a broker
-/// in requests of up to 5,000 (UPDATE_AND_CREATE_TOPIC_LIST), so the
-/// broker persists its table once per request.
+/// in requests of up to 5,000 (UPDATE_AND_CREATE_TOPIC_LIST): one journal
+/// line and one registration per request.
 pub async fn topic_create_many(
     conn: &Connector,
     broker: SocketAddr,

@@ -36,6 +36,12 @@ impl ProcessStats {
     }
 }
 
+/// utime + stime of process `pid` so far, seconds (a broker measured from
+/// outside, as `rmq-bench meta` does).
+pub fn cpu_seconds_of(pid: u32) -> Option<f64> {
+    cpu_seconds(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
 /// utime + stime of a /proc/PID/stat line, seconds. The command name (field
 /// 2) is in parentheses and may hold spaces, so fields are counted after
 /// the last `)`: state is field 3, utime field 14, stime field 15.

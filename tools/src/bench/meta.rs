@@ -31,6 +31,8 @@ use rmq_common::remoting::body::{
 };
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 
+use crate::admin::topic_create_request;
+
 /// What to run.
 #[derive(Debug, Clone, clap::Args)]
 pub struct MetaSpec {
@@ -143,34 +145,11 @@ pub struct MetaReport {
 
 /// utime + stime of `pid`, seconds.
 fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid?)).ok()?;
-    // Fields after the name in parentheses (which may hold spaces).
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split(' ').collect();
-    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    // USER_HZ, which /proc reports in, is 100 on Linux.
-    Some(ticks / 100.0)
+    rmq_broker::metrics::process::cpu_seconds_of(pid?)
 }
 
 fn cpu_us_per(before: Option<f64>, after: Option<f64>, n: usize) -> Option<f64> {
     Some((after? - before?) * 1e6 / n.max(1) as f64)
-}
-
-fn create_request(name: &str, queues: i32) -> RemotingCommand {
-    // Every field Apache's header requires (topicFilterType included).
-    sdk::request(
-        RequestCode::UpdateAndCreateTopic,
-        &[
-            ("topic", name.to_owned()),
-            ("defaultTopic", "TBW102".into()),
-            ("readQueueNums", queues.to_string()),
-            ("writeQueueNums", queues.to_string()),
-            ("perm", "6".into()),
-            ("topicFilterType", "SINGLE_TAG".into()),
-            ("topicSysFlag", "0".into()),
-            ("order", "false".into()),
-        ],
-    )
 }
 
 /// How long one request may take before the run counts it as failed.
@@ -219,7 +198,7 @@ async fn create_range(
                     return anyhow::Ok(());
                 }
                 let name = format!("{}-t{i}", spec.prefix);
-                invoke(client, create_request(&name, spec.queues))
+                invoke(client, topic_create_request(&name, spec.queues, 6))
                     .await
                     .with_context(|| format!("create {name}"))?;
                 created.fetch_add(1, Ordering::Relaxed);
