@@ -1,15 +1,12 @@
 #!/usr/bin/env bash
-# Installs what the build needs on a fresh Debian machine: the rocksdb crate
-# compiles RocksDB from C++ source and its bindgen step needs libclang.
+# Installs what the tests need on a fresh Debian machine: what the build
+# needs (scripts/setup-build.sh), then a real Prometheus, Node with the
+# ali-ons package, the two Java suites on the stock client and tools, and
+# Apache RocketMQ's 4.9.7 jars. The run command (scripts/run.sh) needs none
+# of these and runs only setup-build.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# bindgen wants libclang.so or libclang-N.so; libclang-cpp alone is not enough.
-if ! ldconfig -p 2>/dev/null | grep -Eq 'libclang(-[0-9.]+)?\.so '; then
-    SUDO=""
-    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-    $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq libclang-dev >/dev/null
-fi
+scripts/setup-build.sh
 # The metrics test runs a real Prometheus and promtool (Debian's package;
 # its service is not started).
 if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then
