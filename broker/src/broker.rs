@@ -21,17 +21,17 @@ pub use crate::error::BrokerError;
 use crate::meta::{
     ConsumerOffsetManager, MetaPersister, PersistTable, TopicConfigManager, TABLE_WRITE_INTERVAL,
 };
-use crate::namesrv::route::BrokerIdentity;
-use crate::namesrv::{BodyForm, BrokerRegistrar, NameServer, NameServerHandle, NamesrvOptions};
+use rmq_namesrv::route::BrokerIdentity;
+use rmq_namesrv::{BodyForm, BrokerRegistrar, NameServer, NameServerHandle, NamesrvOptions};
 
 use crate::processor::BrokerHandler;
 use crate::pull_hold::PullHoldService;
-use crate::remoting::ServerOptions;
 use crate::service::schedule::{ScheduleService, Scheduler};
 use crate::service::transaction::{
     ProducerCheckSender, TransactionService, Transactions, TxSettings,
 };
-use crate::store::MessageStore;
+use rmq_remoting::ServerOptions;
+use rmq_store::MessageStore;
 
 /// Longest a shutdown waits for connection tasks to finish.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -77,7 +77,7 @@ impl Broker {
             source,
         })?;
         let acl = open_acl(&settings, &cancel, &tracker)?;
-        let tls = crate::remoting::tls::TlsSettings::from_config(&settings.broker)?;
+        let tls = settings.broker.tls_settings()?;
         let tls_server = tls
             .server(std::slice::from_ref(&ip))
             .map_err(|e| BrokerError::Tls(e.to_string()))?;
@@ -217,7 +217,7 @@ impl Broker {
             store_host: addr,
             scheduler,
             transactions,
-            connections: std::sync::atomic::AtomicI64::new(0),
+            connections: Arc::new(std::sync::atomic::AtomicI64::new(0)),
             topics_changed: Arc::new(Notify::new()),
             groups,
             stats: Arc::new(crate::metrics::BrokerStats::new()),
@@ -241,7 +241,7 @@ impl Broker {
             .unwrap_or(usize::MAX),
             ..ServerOptions::default().with_limits(&ctx.settings.store)
         };
-        tracker.spawn(crate::remoting::serve_tls(
+        tracker.spawn(rmq_remoting::serve_tls(
             listener,
             Arc::new(BrokerHandler::new(Arc::clone(&ctx))),
             options,
@@ -383,8 +383,21 @@ async fn start_metrics(
 ) -> Result<Option<SocketAddr>, BrokerError> {
     let backend = ctx.store.consume_queue().backend();
     let broker = ctx.settings.broker.broker_name.clone();
+    let sources = crate::sampler::Sources {
+        settings: ctx.settings.clone(),
+        store: Arc::clone(&ctx.store),
+        topics: Arc::clone(&ctx.topics),
+        groups: Arc::clone(&ctx.groups),
+        offsets: Arc::clone(&ctx.offsets),
+        stats: Arc::clone(&ctx.stats),
+        items: Arc::clone(&ctx.items),
+        ha_acks: Arc::clone(&ctx.ha_acks),
+        scheduler: Arc::clone(&ctx.scheduler),
+        transactions: Arc::clone(&ctx.transactions),
+        connections: Arc::clone(&ctx.connections),
+    };
     let sampler = Arc::new(crate::sampler::Sampler::new(
-        Arc::clone(ctx),
+        sources,
         crate::metrics::base_labels(&broker, backend.as_str()),
     ));
     {
@@ -454,8 +467,8 @@ fn identity(ctx: &BrokerContext) -> BrokerIdentity {
 }
 
 /// The topics changed since the last increment was taken (see
-/// [`crate::namesrv::Increment`]).
-fn increment(ctx: &BrokerContext) -> crate::namesrv::Increment {
+/// [`rmq_namesrv::Increment`]).
+fn increment(ctx: &BrokerContext) -> rmq_namesrv::Increment {
     let id = identity(ctx);
     let changes = ctx.topics.take_unregistered();
     let table = if changes.full {
@@ -463,7 +476,7 @@ fn increment(ctx: &BrokerContext) -> crate::namesrv::Increment {
     } else {
         ctx.topics.increment(&changes.changed)
     };
-    crate::namesrv::Increment {
+    rmq_namesrv::Increment {
         id,
         body: register_body(ctx, table),
         deleted: changes.deleted.into_iter().collect(),
@@ -523,7 +536,9 @@ pub async fn run_namesrv_only(settings: &Settings) -> Result<StandaloneNameServe
     let cancel = CancellationToken::new();
     let tracker = TaskTracker::new();
     let acl = open_acl(settings, &cancel, &tracker)?;
-    let tls = crate::remoting::tls::TlsSettings::from_config(&settings.broker)?
+    let tls = settings
+        .broker
+        .tls_settings()?
         .server(std::slice::from_ref(&settings.broker.broker_ip1))
         .map_err(|e| BrokerError::Tls(e.to_string()))?;
     let handle = start_namesrv(
@@ -548,13 +563,13 @@ fn open_acl(
     settings: &Settings,
     cancel: &CancellationToken,
     tracker: &TaskTracker,
-) -> Result<Option<Arc<crate::acl::Acl>>, BrokerError> {
+) -> Result<Option<Arc<rmq_remoting::acl::Acl>>, BrokerError> {
     if !settings.broker.acl_enable {
         return Ok(None);
     }
     let file = std::path::Path::new(&settings.broker.acl_file);
-    let acl = Arc::new(crate::acl::Acl::open(file).map_err(BrokerError::Acl)?);
-    tracker.spawn(crate::acl::watch(
+    let acl = Arc::new(rmq_remoting::acl::Acl::open(file).map_err(BrokerError::Acl)?);
+    tracker.spawn(rmq_remoting::acl::watch(
         Arc::clone(&acl),
         Duration::from_millis(settings.broker.acl_reload_interval_ms.max(1)),
         cancel.clone(),
@@ -567,8 +582,8 @@ fn open_acl(
 async fn start_namesrv(
     settings: &Settings,
     (acl, tls): (
-        Option<Arc<crate::acl::Acl>>,
-        Option<Arc<crate::remoting::tls::TlsServer>>,
+        Option<Arc<rmq_remoting::acl::Acl>>,
+        Option<Arc<rmq_remoting::tls::TlsServer>>,
     ),
     ip: &str,
     port: u16,
@@ -650,11 +665,15 @@ fn start_ha_slave(
     if let Some(named) = &named {
         // Topics, offsets, delay progress and groups come from the master
         // the NameServers name.
-        tracker.spawn(crate::ha::sync::run(
-            Arc::clone(ctx),
-            named.clone(),
-            cancel.clone(),
-        ));
+        let tables = crate::ha::sync::SlaveTables {
+            connector: ctx.connector.clone(),
+            topics: Arc::clone(&ctx.topics),
+            topics_changed: Arc::clone(&ctx.topics_changed),
+            offsets: Arc::clone(&ctx.offsets),
+            scheduler: Arc::clone(&ctx.scheduler),
+            groups: Arc::clone(&ctx.groups),
+        };
+        tracker.spawn(crate::ha::sync::run(tables, named.clone(), cancel.clone()));
     }
     let master = if b.ha_master_address.is_empty() {
         let Some(mut named) = named else {

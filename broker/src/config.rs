@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use rmq_common::{ConfigError, StoreConfig};
+use rmq_remoting::tls::TlsSettings;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -219,7 +220,7 @@ impl Default for BrokerConfig {
             short_polling_time_ms: 1_000,
             max_in_flight_per_connection: 256,
             max_buffered_bytes_per_connection: 64 * 1024 * 1024,
-            namesrv_broker_expiry_ms: crate::namesrv::service::BROKER_EXPIRY_MS,
+            namesrv_broker_expiry_ms: rmq_namesrv::BROKER_EXPIRY_MS,
             metrics_port: 5557,
             max_reconsume_times: 16,
             log_level: "info".into(),
@@ -292,11 +293,47 @@ impl BrokerConfig {
         Ok(())
     }
 
+    /// The TLS settings these keys name, with `tlsConfigFile`'s keys
+    /// applied over them; the error names the key at fault.
+    pub fn tls_settings(&self) -> Result<TlsSettings, ConfigError> {
+        let raw: Vec<(&'static str, String)> = vec![
+            ("tlsMode", self.tls_mode.clone()),
+            ("tlsServerCertPath", self.tls_server_cert_path.clone()),
+            ("tlsServerKeyPath", self.tls_server_key_path.clone()),
+            ("tlsServerKeyPassword", self.tls_server_key_password.clone()),
+            (
+                "tlsServerNeedClientAuth",
+                self.tls_server_need_client_auth.clone(),
+            ),
+            (
+                "tlsServerAuthClient",
+                self.tls_server_auth_client.to_string(),
+            ),
+            (
+                "tlsServerTrustCertPath",
+                self.tls_server_trust_cert_path.clone(),
+            ),
+            ("tlsTestModeEnable", self.tls_test_mode_enable.to_string()),
+            ("tlsEnable", self.tls_enable.to_string()),
+            (
+                "tlsClientAuthServer",
+                self.tls_client_auth_server.to_string(),
+            ),
+            (
+                "tlsClientTrustCertPath",
+                self.tls_client_trust_cert_path.clone(),
+            ),
+            ("tlsClientCertPath", self.tls_client_cert_path.clone()),
+            ("tlsClientKeyPath", self.tls_client_key_path.clone()),
+        ];
+        TlsSettings::from_keys(raw, &self.tls_config_file)
+    }
+
     /// Checks the values; the error names the key.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.validate_permission()?;
         self.inner_credentials()?;
-        crate::remoting::tls::TlsSettings::from_config(self)?;
+        self.tls_settings()?;
         self.validate_ha()?;
         rmq_common::names::validate_group(&self.broker_name)
             .map_err(|e| ConfigError::new("brokerName", e.to_string()))?;
@@ -491,7 +528,7 @@ fn alias(lower: &str) -> Option<String> {
     match lower {
         "storetype" => Some("consumequeuestore".into()),
         "haslavefallbehindmax" => Some("hamaxgapnotinsync".into()),
-        _ => crate::remoting::tls::JAVA_KEYS
+        _ => rmq_remoting::tls::JAVA_KEYS
             .iter()
             .find(|(java, _)| java.eq_ignore_ascii_case(lower))
             .map(|(_, ours)| ours.to_ascii_lowercase()),

@@ -40,7 +40,7 @@ pub struct BrokerContext {
     /// Half messages and their resolution.
     pub transactions: Arc<Transactions>,
     /// Client connections open now.
-    pub connections: std::sync::atomic::AtomicI64,
+    pub connections: Arc<std::sync::atomic::AtomicI64>,
     /// Signalled when topics change, so NameServers hear of it at once.
     pub topics_changed: Arc<Notify>,
     /// Subscription groups.

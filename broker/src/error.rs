@@ -2,66 +2,11 @@
 //! `#[source]`: a meta file ([`MetaError`]), a service ([`ServiceError`]),
 //! or start-up ([`BrokerError`]). The store keeps its own `StoreError`.
 
-use std::path::PathBuf;
-
 use rmq_store_file::StoreError;
 
-use crate::namesrv::RegisterError;
+use rmq_namesrv::RegisterError;
 
-/// A broker meta file (`config/topics.json`, `consumerOffset.json`,
-/// `subscriptionGroup.json`, `delayOffset.json`) could not be read or
-/// written.
-#[derive(Debug, thiserror::Error)]
-pub enum MetaError {
-    /// The file exists but is not the JSON it should hold.
-    #[error("meta file {path} is not valid: {source}")]
-    Invalid {
-        /// The file.
-        path: PathBuf,
-        /// What the parser found.
-        #[source]
-        source: rmq_common::json::JsonError,
-    },
-    /// Reading it, or creating its folder, failed.
-    #[error("cannot {action} meta file {path}: {source}")]
-    Io {
-        /// `read` or `create the folder of`.
-        action: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Writing it (temporary file, sync, rename) failed.
-    #[error("cannot write meta file {path}: {source}")]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// The write's error.
-        #[source]
-        source: StoreError,
-    },
-    /// A journal line other than the last is damaged.
-    #[error("meta journal {path} is damaged at line {line}: {why}")]
-    Journal {
-        /// The journal file.
-        path: PathBuf,
-        /// Its line, from 1.
-        line: usize,
-        /// What is wrong with it.
-        why: String,
-    },
-    /// The table could not be encoded.
-    #[error("cannot encode meta file {path}: {source}")]
-    Encode {
-        /// The file.
-        path: PathBuf,
-        /// The encoder's error.
-        #[source]
-        source: serde_json::Error,
-    },
-}
+pub use rmq_common::meta_file::MetaError;
 
 /// A broker service (schedule, transaction check) failed: in the store it
 /// reads and writes, or in the meta file that holds its progress.

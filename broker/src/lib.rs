@@ -1,10 +1,25 @@
-//! The broker: the message store facade over the CommitLog and a
-//! consume-queue backend, its services, the remoting server with its
-//! processors, the embedded NameServer and the metrics. Its one binary is
-//! `rmq-broker`; the client lives in `rmq-client`, the tools in `rmq-tools`.
+//! The broker: what turns the message store into a RocketMQ broker. It
+//! wires the crates below it together and owns the request processors, the
+//! broker's own tables and its services. Its one binary is `rmq-broker`.
+//!
+//! Layout:
+//! - [`broker`]: start-up, the services it spawns, and a clean stop;
+//!   [`config`]: every broker.conf key ([`config::Settings`]);
+//!   [`runtime_config`]: the keys UPDATE_BROKER_CONFIG changes live.
+//! - [`processor`]: one typed dispatch and one file per request family.
+//! - [`meta`]: topics, subscription groups and consumer offsets, journaled
+//!   and written behind; [`clients`]: producer and consumer tables, queue
+//!   locks, calls to clients; [`pull_hold`]: long polling.
+//! - [`service`]: delay-level delivery, the transaction check, poison
+//!   records; [`ha`]: master/slave replication and the slave's metadata copy.
+//! - [`metrics`]: the Prometheus recorder and names; [`sampler`]: the
+//!   gauges read from the broker's state.
+//!
+//! Below it: `rmq-store` (the message store), `rmq-remoting` (the server,
+//! TLS and ACL), `rmq-namesrv` (the NameServer, embedded here), `rmq-client`
+//! and `rmq-common`. `docs/architecture.md` draws the whole house.
 #![forbid(unsafe_code)]
 
-pub mod acl;
 #[cfg(test)]
 mod body_tests;
 pub mod broker;
@@ -16,13 +31,12 @@ pub mod ha;
 pub mod logging;
 pub mod meta;
 pub mod metrics;
-pub mod namesrv;
 pub mod processor;
 pub mod pull_hold;
-pub mod remoting;
 pub mod runtime_config;
 pub mod sampler;
 pub mod service;
-pub mod store;
 
-pub use store::MessageStore;
+// The processors still name these by their old in-crate paths.
+pub(crate) use rmq_remoting::{self as remoting, acl};
+pub(crate) use rmq_store as store;

@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 use rmq_common::cq::QueueKey;
 use tokio::sync::Notify;
 
-use crate::store::MessageArrivalListener;
+use rmq_store::MessageArrivalListener;
 
 /// Wakes held pulls per queue.
 #[derive(Debug, Default)]

@@ -14,7 +14,7 @@ use rmq_common::remoting::body::{PERM_READ, PERM_WRITE};
 use crate::config::Settings;
 use crate::error::MetaError;
 use crate::meta::write_bytes;
-use crate::namesrv::config::parse_properties;
+use rmq_namesrv::config::parse_properties;
 
 /// The keys an update may change.
 pub const RUNTIME_KEYS: [&str; 5] = [

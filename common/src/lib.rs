@@ -19,6 +19,7 @@ pub mod dispatch;
 pub mod fuzz_harness;
 pub mod json;
 pub mod message;
+pub mod meta_file;
 pub mod names;
 pub mod remoting;
 pub mod service;

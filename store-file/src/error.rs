@@ -111,5 +111,12 @@ impl StoreError {
     }
 }
 
+/// A failed atomic write as an I/O error naming its step and file.
+impl From<rmq_common::meta_file::AtomicWriteError> for StoreError {
+    fn from(e: rmq_common::meta_file::AtomicWriteError) -> Self {
+        Self::io(format!("{} {}", e.step, e.path.display()), e.source)
+    }
+}
+
 /// Result with [`StoreError`].
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

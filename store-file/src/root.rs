@@ -2,7 +2,7 @@
 //! marker of an unclean shutdown, and RocketMQ's `checkpoint`.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -155,27 +155,14 @@ impl Checkpoint {
     }
 }
 
-/// Replaces `path` with `data`: temp file, fsync, rename, fsync of the folder.
+/// Writes `data` to `path` atomically ([`rmq_common::meta_file::write_atomically`]).
 pub fn write_atomically(path: &Path, data: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    let ctx = |what: &str| format!("{what} {}", tmp.display());
-    let mut f = File::create(&tmp).map_err(|e| StoreError::io(ctx("create"), e))?;
-    f.write_all(data)
-        .map_err(|e| StoreError::io(ctx("write"), e))?;
-    f.sync_all().map_err(|e| StoreError::io(ctx("sync"), e))?;
-    std::fs::rename(&tmp, path)
-        .map_err(|e| StoreError::io(format!("rename to {}", path.display()), e))?;
-    if let Some(dir) = path.parent() {
-        sync_dir(dir)?;
-    }
-    Ok(())
+    rmq_common::meta_file::write_atomically(path, data).map_err(StoreError::from)
 }
 
 /// Makes a folder's entries (created, renamed, removed files) durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| StoreError::io(format!("sync folder {}", dir.display()), e))
+    rmq_common::meta_file::sync_dir(dir).map_err(StoreError::from)
 }
 
 #[cfg(test)]

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use rmq_broker::broker::Broker;
 use rmq_broker::config::{BrokerConfig, Settings};
-use rmq_broker::namesrv::{NameServer, NameServerHandle, BROKER_EXPIRY_MS};
 use rmq_common::config::CqBackend;
 use rmq_common::time::ManualClock;
+use rmq_namesrv::{NameServer, NameServerHandle, BROKER_EXPIRY_MS};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -80,7 +80,7 @@ impl TestNameServer {
         let ns = NameServer::start(
             listener,
             clock.clone(),
-            &rmq_broker::namesrv::NamesrvOptions::in_memory(expiry_ms),
+            &rmq_namesrv::NamesrvOptions::in_memory(expiry_ms),
             cancel.clone(),
             tracker.clone(),
         )

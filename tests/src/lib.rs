@@ -6,14 +6,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmq_broker::store::{GetRequest, GetStatus, TagFilter};
-use rmq_broker::MessageStore;
 use rmq_common::config::CqBackend;
 use rmq_common::cq::{ConsumeQueueStore, MemoryConsumeQueueStore};
 use rmq_common::message::record::RecordView;
 use rmq_common::message::MessageToStore;
 use rmq_common::time::{Clock, SystemClock};
 use rmq_common::StoreConfig;
+use rmq_store::MessageStore;
+use rmq_store::{GetRequest, GetStatus, TagFilter};
 
 pub mod apache;
 pub mod child;
@@ -167,7 +167,7 @@ impl FakeDisk {
     }
 }
 
-impl rmq_broker::store::clean::DiskUsage for FakeDisk {
+impl rmq_store::clean::DiskUsage for FakeDisk {
     fn used_ratio(&self) -> Option<f64> {
         Some(self.0.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1000.0)
     }

@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use rmq_common::remoting::RemotingCommand;
 use tokio::sync::oneshot;
 
-use crate::remoting::{ConnId, Connection};
+use rmq_remoting::{ConnId, Connection};
 
 /// Why a call to a client got no answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use rmq_common::remoting::LanguageCode;
 
-use crate::remoting::{ConnId, Connection};
 use rmq_common::remoting::body::{
     ClientConnection, ConsumerConnection, HeartbeatData, SubscriptionData,
 };
+use rmq_remoting::{ConnId, Connection};
 
 #[derive(Debug, Clone)]
 struct Member {

@@ -21,7 +21,7 @@ use tokio_util::task::TaskTracker;
 use super::acks::ReplicaAcks;
 use super::wire::{last_report, FrameHeader};
 use super::HaSettings;
-use crate::store::MessageStore;
+use rmq_store::MessageStore;
 
 /// Longest wait for new CommitLog data before looking again (a put also
 /// wakes the writers at once).
@@ -41,7 +41,7 @@ pub struct MasterShared {
     /// Timings and sizes.
     pub settings: HaSettings,
     /// TLS on the port, as on the broker's (`None`: plain only).
-    pub tls: Option<Arc<crate::remoting::tls::TlsServer>>,
+    pub tls: Option<Arc<rmq_remoting::tls::TlsServer>>,
 }
 
 /// Accepts slaves on `listener` until `cancel`, each connection tracked by
@@ -84,7 +84,7 @@ async fn connection(
     shared: MasterShared,
     cancel: CancellationToken,
 ) {
-    use crate::remoting::tls::Accepted;
+    use rmq_remoting::tls::Accepted;
     let Some(tls) = shared.tls.clone() else {
         return stream_to(stream.into_split(), peer, shared, cancel).await;
     };

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::wire::{encode_report, FrameHeader, HEADER_LEN};
 use super::HaSettings;
-use crate::store::MessageStore;
+use rmq_store::MessageStore;
 
 /// How long a connect to the master may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

@@ -19,8 +19,28 @@ use serde::Deserialize;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::context::BrokerContext;
-use crate::namesrv::MasterInfo;
+use rmq_namesrv::MasterInfo;
+use tokio::sync::Notify;
+
+use crate::meta::{ConsumerOffsetManager, SubscriptionGroupManager, TopicConfigManager};
+use crate::service::schedule::Scheduler;
+
+/// What a slave copies its master's metadata into, and how it reaches it.
+#[derive(Debug, Clone)]
+pub struct SlaveTables {
+    /// Opens the connection to the master (signed, TLS when configured).
+    pub connector: rmq_client::Connector,
+    /// The topic table.
+    pub topics: Arc<TopicConfigManager>,
+    /// Signalled when the topic table changed, so NameServers hear of it.
+    pub topics_changed: Arc<Notify>,
+    /// Consumer offsets.
+    pub offsets: Arc<ConsumerOffsetManager>,
+    /// Delay-level progress.
+    pub scheduler: Arc<Scheduler>,
+    /// Subscription groups.
+    pub groups: Arc<SubscriptionGroupManager>,
+}
 
 /// Wait before the first round.
 pub const FIRST_SYNC: Duration = Duration::from_secs(3);
@@ -50,7 +70,7 @@ struct GroupTable {
 
 /// Copies from the master `master` names until `cancel`.
 pub async fn run(
-    ctx: Arc<BrokerContext>,
+    ctx: SlaveTables,
     mut master: watch::Receiver<Option<MasterInfo>>,
     cancel: CancellationToken,
 ) {
@@ -95,7 +115,7 @@ pub async fn run(
 }
 
 /// One round: each step on its own.
-pub async fn sync_once(ctx: &BrokerContext, c: &RemotingClient, master: &str) {
+pub async fn sync_once(ctx: &SlaveTables, c: &RemotingClient, master: &str) {
     match fetch::<TopicConfigSerializeWrapper>(c, RequestCode::GetAllTopicConfig).await {
         Ok(t) => {
             if ctx.topics.take_from_master(t) {

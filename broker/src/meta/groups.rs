@@ -12,10 +12,9 @@ use parking_lot::RwLock;
 use rmq_common::remoting::body::{DataVersion, SubscriptionGroupConfig};
 use serde::{Deserialize, Serialize};
 
+use super::generation::Generation;
 use super::journal::{Journal, Keyed, KeyedFile};
-use super::persist::{
-    wait_on_disk, Generation, Generations, PersistTable, Snapshot, PERSIST_WAIT_TIMEOUT,
-};
+use super::persist::{wait_on_disk, Generations, PersistTable, Snapshot, PERSIST_WAIT_TIMEOUT};
 use super::read_json;
 
 /// `config/subscriptionGroup.json`.

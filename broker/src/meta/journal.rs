@@ -44,7 +44,7 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::error::MetaError;
 
-use super::persist::Generation;
+use super::generation::Generation;
 
 /// A journal that has held changes this long is compacted into its file,
 /// so Apache RocketMQ's tools reading the JSON file see at most this old a
@@ -422,7 +422,7 @@ impl Journal {
         let Some(dir) = self.path.parent() else {
             return Ok(());
         };
-        rmq_store_file::root::sync_dir(dir).map_err(|source| MetaError::Write {
+        rmq_common::meta_file::sync_dir(dir).map_err(|source| MetaError::Write {
             path: self.path.clone(),
             source,
         })

@@ -16,25 +16,13 @@ use rmq_common::service::Signal;
 
 use crate::error::MetaError;
 
+use super::generation::Generation;
 use super::journal::{copy_in_chunks, Journal, Keyed, KeyedFile};
 
 /// Longest a caller waits for its change to reach the disk before it is
 /// told the write did not happen in time (the change stays in memory and
 /// is written later).
 pub const PERSIST_WAIT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// A change's place in a table's history; on disk once the table's file
-/// has been written at this generation or a later one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Generation(u64);
-
-impl Generation {
-    /// The generation numbered `n` (tests).
-    #[cfg(test)]
-    pub(crate) fn at(n: u64) -> Self {
-        Self(n)
-    }
-}
 
 /// A meta table that writes itself through [`write_dirty`].
 pub trait PersistTable: Send + Sync + std::fmt::Debug {

@@ -17,10 +17,9 @@ use rmq_common::constants::AUTO_CREATE_TOPIC;
 use rmq_common::names::validate_topic;
 use rmq_common::remoting::body::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
 
+use super::generation::Generation;
 use super::journal::{Journal, Keyed, KeyedFile};
-use super::persist::{
-    wait_on_disk, Generation, Generations, PersistTable, Snapshot, PERSIST_WAIT_TIMEOUT,
-};
+use super::persist::{wait_on_disk, Generations, PersistTable, Snapshot, PERSIST_WAIT_TIMEOUT};
 use super::read_json;
 
 /// `config/topics.json` has the layout of the registered table.

@@ -2,7 +2,7 @@
 //! `promtool check metrics` finds each described).
 
 use super::names as n;
-use crate::sampler::rocketmq_names as r;
+use super::rocketmq_names as r;
 
 /// What kind of series a name is.
 #[derive(Debug, Clone, Copy)]

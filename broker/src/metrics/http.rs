@@ -9,7 +9,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::remoting::server::accept_until;
+use rmq_remoting::server::accept_until;
 
 /// Longest a client may take to send its request head.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);

@@ -1,6 +1,6 @@
-//! Prometheus metrics: the process-wide recorder, the names (DESIGN section
-//! 8), the per-store handles the hot paths record into, and the `/metrics`
-//! endpoint. The sampler that reads the broker's state into gauges is
+//! Prometheus metrics: the process-wide recorder, the names (ours and
+//! RocketMQ 5.x's), the per-store handles (`rmq_store::metrics`, re-exported),
+//! and the `/metrics` endpoint. The sampler that reads the broker's state into gauges is
 //! `crate::sampler`, beside the broker that owns that state.
 //!
 //! Every series carries `broker` and `backend` labels, so two brokers side
@@ -12,12 +12,13 @@ pub mod float;
 mod http;
 pub mod items;
 pub mod process;
-mod store;
 pub mod tps;
 
 pub use http::serve_metrics;
 pub use items::{StatsItems, StatsKind};
-pub use store::{topic_class, LaneMetrics, Role, StoreMetrics, Totals, TOPIC_CLASSES};
+pub use rmq_store::metrics::{
+    base_labels, topic_class, LaneMetrics, Role, StoreMetrics, Totals, TOPIC_CLASSES,
+};
 pub use tps::BrokerStats;
 
 use std::sync::OnceLock;
@@ -28,34 +29,18 @@ use metrics_util::MetricKindMask;
 
 /// Metric names.
 pub mod names {
+    pub use rmq_store::metrics::names::*;
+
     /// Bytes appended but not yet dispatched.
     pub const DISPATCH_BEHIND_BYTES: &str = "rmq_dispatch_behind_bytes";
     /// Age of the oldest undispatched record.
     pub const DISPATCH_BEHIND_SECONDS: &str = "rmq_dispatch_behind_seconds";
-    /// Per record: dispatch time - store time.
-    pub const DISPATCH_DELAY_SECONDS: &str = "rmq_dispatch_delay_seconds";
     /// Reput position.
     pub const REPUT_FROM_OFFSET: &str = "rmq_reput_from_offset";
     /// CommitLog end.
     pub const COMMITLOG_MAX_OFFSET: &str = "rmq_commitlog_max_offset";
     /// CommitLog start.
     pub const COMMITLOG_MIN_OFFSET: &str = "rmq_commitlog_min_offset";
-    /// Messages stored, by topic class.
-    pub const PUT_MESSAGES_TOTAL: &str = "rmq_put_messages_total";
-    /// Put latency (append + SYNC_FLUSH wait).
-    pub const PUT_LATENCY_SECONDS: &str = "rmq_put_latency_seconds";
-    /// Messages returned by pulls.
-    pub const GET_MESSAGES_TOTAL: &str = "rmq_get_messages_total";
-    /// get_message latency.
-    pub const GET_LATENCY_SECONDS: &str = "rmq_get_latency_seconds";
-    /// CommitLog flush pass latency.
-    pub const FLUSH_LATENCY_SECONDS: &str = "rmq_flush_latency_seconds";
-    /// Units per consume-queue write.
-    pub const CQ_WRITE_BATCH_SIZE: &str = "rmq_cq_write_batch_size";
-    /// Consume-queue write latency (hand-over to written).
-    pub const CQ_WRITE_LATENCY_SECONDS: &str = "rmq_cq_write_latency_seconds";
-    /// Units written to a consume-queue backend (rate: entries/s).
-    pub const CQ_ENTRIES_TOTAL: &str = "rmq_cq_entries_total";
     /// CommitLog bytes a shadow backend has not written yet (behind the
     /// serving one).
     pub const CQ_SHADOW_LAG_BYTES: &str = "rmq_cq_shadow_lag_bytes";
@@ -73,8 +58,6 @@ pub mod names {
     /// Batches the shadow's queue dropped (it read them from the CommitLog
     /// instead).
     pub const CQ_SHADOW_DROPPED_BATCHES_TOTAL: &str = "rmq_cq_shadow_dropped_batches_total";
-    /// Consume-queue read latency.
-    pub const CQ_READ_LATENCY_SECONDS: &str = "rmq_cq_read_latency_seconds";
     /// Consume-queue files open / mapped (file backend).
     pub const CQ_OPEN_FILES: &str = "rmq_cq_open_files";
     /// Consume-queue files mapped.
@@ -145,6 +128,33 @@ pub mod names {
     pub const PROCESS_CPU_SECONDS_TOTAL: &str = "process_cpu_seconds_total";
 }
 
+/// RocketMQ 5.x series names, as its Prometheus exporter writes them.
+pub mod rocketmq_names {
+    /// CommitLog bytes not yet dispatched to the consume queue.
+    pub const STORAGE_DISPATCH_BEHIND_BYTES: &str = "rocketmq_storage_dispatch_behind_bytes";
+    /// CommitLog bytes not yet flushed.
+    pub const STORAGE_FLUSH_BEHIND_BYTES: &str = "rocketmq_storage_flush_behind_bytes";
+    /// Used bytes of the file system holding the store.
+    pub const STORAGE_SIZE_BYTES: &str = "rocketmq_storage_size_bytes";
+    /// Age of the oldest stored message.
+    pub const STORAGE_MESSAGE_RESERVE_TIME_MS: &str =
+        "rocketmq_storage_message_reserve_time_milliseconds";
+    /// Messages stored, per topic.
+    pub const MESSAGES_IN_TOTAL: &str = "rocketmq_messages_in_total";
+    /// Stored bytes, per topic.
+    pub const THROUGHPUT_IN_TOTAL: &str = "rocketmq_throughput_in_total";
+    /// Messages pulled, per topic and group.
+    pub const MESSAGES_OUT_TOTAL: &str = "rocketmq_messages_out_total";
+    /// Pulled bytes, per topic and group.
+    pub const THROUGHPUT_OUT_TOTAL: &str = "rocketmq_throughput_out_total";
+    /// Messages not yet consumed, per group and topic.
+    pub const CONSUMER_LAG_MESSAGES: &str = "rocketmq_consumer_lag_messages";
+    /// Topics in the topic table.
+    pub const TOPIC_NUMBER: &str = "rocketmq_topic_number";
+    /// Subscription groups in the group table.
+    pub const CONSUMER_GROUP_NUMBER: &str = "rocketmq_consumer_group_number";
+}
+
 /// Latency buckets, seconds: 10 µs to 10 s.
 const LATENCY_BUCKETS: &[f64] = &[
     0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025,
@@ -194,14 +204,6 @@ pub fn install() -> Option<&'static PrometheusHandle> {
             }
         })
         .as_ref()
-}
-
-/// The `broker` and `backend` labels every series of one broker carries.
-pub fn base_labels(broker: &str, backend: &str) -> Vec<metrics::Label> {
-    vec![
-        metrics::Label::new("broker", broker.to_owned()),
-        metrics::Label::new("backend", backend.to_owned()),
-    ]
 }
 
 /// The lines of a rendered scrape that belong to `broker` (series with its

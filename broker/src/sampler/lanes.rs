@@ -10,7 +10,7 @@ use rmq_common::config::CqBackend;
 
 use super::Sampler;
 use crate::metrics::{names, Role};
-use crate::store::{backend_dir, disk_use};
+use rmq_store::{backend_dir, disk_use};
 
 /// How often a large backend folder (at least [`MANY_FILES`]) is walked
 /// for its size; a smaller one is walked at every sample.

@@ -4,27 +4,59 @@
 mod lanes;
 mod rocketmq;
 
-pub use rocketmq::rocketmq_names;
-
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use metrics::Label;
 
-use crate::context::BrokerContext;
+use crate::config::Settings;
+use crate::ha::ReplicaAcks;
+use crate::meta::{ConsumerOffsetManager, SubscriptionGroupManager, TopicConfigManager};
 use crate::metrics::names;
+use crate::metrics::{BrokerStats, StatsItems};
+use crate::service::schedule::Scheduler;
+use crate::service::transaction::Transactions;
 use crate::service::transaction::TRANS_GROUP;
-use crate::store::clean::{DiskUsage, FsDiskUsage};
+use rmq_store::clean::{DiskUsage, FsDiskUsage};
+use rmq_store::MessageStore;
 
 /// Most (group, topic) consumer-lag series; the rest are summed into one
 /// series labelled `group="_other", topic="_other"`.
 pub const CONSUMER_LAG_SERIES_MAX: usize = 50;
 
+/// What the sampler reads: the broker's tables and services, each shared
+/// with the code that owns it.
+#[derive(Debug)]
+pub struct Sources {
+    /// Settings (role, store root, cluster and broker names).
+    pub settings: Settings,
+    /// The message store.
+    pub store: Arc<MessageStore>,
+    /// Topic table.
+    pub topics: Arc<TopicConfigManager>,
+    /// Subscription groups.
+    pub groups: Arc<SubscriptionGroupManager>,
+    /// Consumer offsets.
+    pub offsets: Arc<ConsumerOffsetManager>,
+    /// Put/get rates and day totals.
+    pub stats: Arc<BrokerStats>,
+    /// Per-topic and per-group counters.
+    pub items: Arc<StatsItems>,
+    /// What slaves acknowledged.
+    pub ha_acks: Arc<ReplicaAcks>,
+    /// Delay-level delivery.
+    pub scheduler: Arc<Scheduler>,
+    /// Half messages.
+    pub transactions: Arc<Transactions>,
+    /// Client connections open now.
+    pub connections: Arc<std::sync::atomic::AtomicI64>,
+}
+
 /// Sets one broker's gauges.
 #[derive(Debug)]
 pub struct Sampler {
-    ctx: Arc<BrokerContext>,
+    ctx: Sources,
     labels: Vec<Label>,
     /// Bytes each consume-queue backend's folder holds on disk, re-read
     /// every [`lanes::DISK_BYTES_EVERY`] (a walk of every queue folder).
@@ -32,8 +64,8 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// A sampler for `ctx`, labelling with `labels` (`broker`, `backend`).
-    pub fn new(ctx: Arc<BrokerContext>, labels: Vec<Label>) -> Self {
+    /// A sampler reading `ctx`, labelling with `labels` (`broker`, `backend`).
+    pub fn new(ctx: Sources, labels: Vec<Label>) -> Self {
         Self {
             ctx,
             labels,

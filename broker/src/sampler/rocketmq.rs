@@ -22,34 +22,7 @@ use rmq_common::names::is_system_topic;
 
 use super::Sampler;
 
-/// RocketMQ 5.x series names, as its Prometheus exporter writes them.
-pub mod rocketmq_names {
-    /// CommitLog bytes not yet dispatched to the consume queue.
-    pub const STORAGE_DISPATCH_BEHIND_BYTES: &str = "rocketmq_storage_dispatch_behind_bytes";
-    /// CommitLog bytes not yet flushed.
-    pub const STORAGE_FLUSH_BEHIND_BYTES: &str = "rocketmq_storage_flush_behind_bytes";
-    /// Used bytes of the file system holding the store.
-    pub const STORAGE_SIZE_BYTES: &str = "rocketmq_storage_size_bytes";
-    /// Age of the oldest stored message.
-    pub const STORAGE_MESSAGE_RESERVE_TIME_MS: &str =
-        "rocketmq_storage_message_reserve_time_milliseconds";
-    /// Messages stored, per topic.
-    pub const MESSAGES_IN_TOTAL: &str = "rocketmq_messages_in_total";
-    /// Stored bytes, per topic.
-    pub const THROUGHPUT_IN_TOTAL: &str = "rocketmq_throughput_in_total";
-    /// Messages pulled, per topic and group.
-    pub const MESSAGES_OUT_TOTAL: &str = "rocketmq_messages_out_total";
-    /// Pulled bytes, per topic and group.
-    pub const THROUGHPUT_OUT_TOTAL: &str = "rocketmq_throughput_out_total";
-    /// Messages not yet consumed, per group and topic.
-    pub const CONSUMER_LAG_MESSAGES: &str = "rocketmq_consumer_lag_messages";
-    /// Topics in the topic table.
-    pub const TOPIC_NUMBER: &str = "rocketmq_topic_number";
-    /// Subscription groups in the group table.
-    pub const CONSUMER_GROUP_NUMBER: &str = "rocketmq_consumer_group_number";
-}
-
-use rocketmq_names as n;
+use crate::metrics::rocketmq_names as n;
 
 /// RocketMQ's `metricsOtelCardinalityLimit` default: series of one name
 /// beyond it are not exported.

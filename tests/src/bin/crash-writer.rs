@@ -15,9 +15,9 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use std::time::{Duration, Instant};
 
-use rmq_broker::store::{FlipStep, MessageStore, PutStatus};
 use rmq_common::config::CqBackend;
 use rmq_common::FlushDiskType;
+use rmq_store::{FlipStep, MessageStore, PutStatus};
 use rmq_tests::{crash_body, message, open_store, small_config};
 
 /// A backend named on the command line.

@@ -12,10 +12,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmq_broker::store::{backend_dir, FlipStep, VerifyOptions};
 use rmq_client::{self as sdk, Connector, OutMessage, PullRequest, SendCode};
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::ResponseCode;
+use rmq_store::{backend_dir, FlipStep, VerifyOptions};
 use rmq_tests::{message, open_store, read_queue, small_config, start_broker, wait_dispatched};
 use rmq_tools::cq_admin;
 

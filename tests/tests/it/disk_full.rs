@@ -7,10 +7,10 @@
 use std::sync::Arc;
 
 use rmq_broker::broker::Broker;
-use rmq_broker::MessageStore;
 use rmq_client::{self as sdk, OutMessage, PullRequest, SdkError, SendCode};
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::ResponseCode;
+use rmq_store::MessageStore;
 use rmq_store_file::StoreError;
 use rmq_tests::{
     broker_settings, message, open_store, read_queue, small_config, wait_dispatched, FakeDisk,

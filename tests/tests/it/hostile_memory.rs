@@ -7,13 +7,13 @@
 use std::time::Duration;
 
 use bytes::BytesMut;
-use rmq_broker::remoting::server::{
-    DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, DEFAULT_MAX_QUEUED_BYTES,
-    DEFAULT_MAX_UNFINISHED_FRAME_BYTES,
-};
 use rmq_client::{self as sdk, OutMessage, RemotingClient, SendCode};
 use rmq_common::config::{CqBackend, StoreConfig};
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_remoting::server::{
+    DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, DEFAULT_MAX_QUEUED_BYTES,
+    DEFAULT_MAX_UNFINISHED_FRAME_BYTES,
+};
 use rmq_tests::start_broker;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

@@ -11,8 +11,6 @@ use parking_lot::Mutex;
 use rmq_broker::meta::ConsumerOffsetManager;
 use rmq_broker::service::schedule::{PassEnd, Scheduler};
 use rmq_broker::service::transaction::{CheckSender, Transactions, TxSettings};
-use rmq_broker::store::{GetRequest, GetStatus, TagFilter};
-use rmq_broker::MessageStore;
 use rmq_common::config::CqBackend;
 use rmq_common::constants::{property, SCHEDULE_TOPIC};
 use rmq_common::message::record::RecordView;
@@ -20,6 +18,8 @@ use rmq_common::message::MessageToStore;
 use rmq_common::remoting::CheckTransactionStateRequestHeader;
 use rmq_common::time::ManualClock;
 use rmq_common::StoreConfig;
+use rmq_store::MessageStore;
+use rmq_store::{GetRequest, GetStatus, TagFilter};
 use rmq_tests::{open_store_with_clock, small_config, wait_dispatched};
 
 /// Levels of these tests: 1 s, 2 s.

@@ -9,14 +9,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmq_broker::namesrv::{
-    BrokerIdentity, BrokerRegistrar, RegisterError, RegistrationProvider, BROKER_EXPIRY_MS,
-};
 use rmq_client::RemotingClient;
 use rmq_common::remoting::body::{
     DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper,
 };
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode, SerializeType};
+use rmq_namesrv::{
+    BrokerIdentity, BrokerRegistrar, RegisterError, RegistrationProvider, BROKER_EXPIRY_MS,
+};
 use rmq_tests::fixtures::TestNameServer;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;

@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use rmq_broker::MessageStore;
 use rmq_common::config::CqBackend;
 use rmq_common::constants::{property, SCHEDULE_TOPIC};
 use rmq_common::cq::CqUnit;
 use rmq_common::StoreConfig;
+use rmq_store::MessageStore;
 use rmq_tests::{copy_dir, message, open_store, small_config, wait_dispatched};
 
 const TOPICS: [&str; 3] = ["ReputA", "ReputB", "ReputC"];

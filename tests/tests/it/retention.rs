@@ -10,14 +10,14 @@
 use std::sync::Arc;
 
 use rmq_broker::broker::Broker;
-use rmq_broker::store::clean::{CleanReason, CleanTrigger, PassEnd};
-use rmq_broker::store::{GetRequest, GetStatus, TagFilter};
-use rmq_broker::MessageStore;
 use rmq_client::{self as sdk, OutMessage, PullRequest, SendCode};
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::{RequestCode, ResponseCode};
 use rmq_common::time::{Clock, ManualClock};
 use rmq_common::StoreConfig;
+use rmq_store::clean::{CleanReason, CleanTrigger, PassEnd};
+use rmq_store::MessageStore;
+use rmq_store::{GetRequest, GetStatus, TagFilter};
 use rmq_tests::{
     broker_settings, message, open_store_with_clock, read_queue, small_config, wait_dispatched,
     FakeDisk,

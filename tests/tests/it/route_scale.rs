@@ -14,13 +14,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmq_broker::namesrv::AUTO_COMPRESS_BYTES;
 use rmq_client::RemotingClient;
 use rmq_client::{OutMessage, Producer, ProducerOptions};
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::body::TopicRouteData;
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode, MAX_FRAME_BYTES};
 use rmq_common::time::ManualClock;
+use rmq_namesrv::AUTO_COMPRESS_BYTES;
 use rmq_tests::fixtures::TestNameServer;
 use rmq_tools::admin;
 

@@ -10,8 +10,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use rmq_broker::service::schedule::{DeliverySink, PassEnd, PutFailure, Scheduler};
-use rmq_broker::store::{GetRequest, GetStatus, TagFilter};
-use rmq_broker::MessageStore;
 use rmq_common::config::CqBackend;
 use rmq_common::constants::{property, SCHEDULE_TOPIC};
 use rmq_common::cq::CqUnit;
@@ -19,6 +17,8 @@ use rmq_common::message::record::RecordView;
 use rmq_common::message::MessageToStore;
 use rmq_common::time::ManualClock;
 use rmq_common::StoreConfig;
+use rmq_store::MessageStore;
+use rmq_store::{GetRequest, GetStatus, TagFilter};
 use rmq_tests::{open_store_with_clock, small_config, wait_dispatched};
 
 /// Levels of these tests: 1 s, 2 s, 3 s.

@@ -2,8 +2,8 @@
 //! backend must stay within its mapping budget (vm.max_map_count is 65,530 by
 //! default) and not run out of file descriptors.
 
-use rmq_broker::store::{GetRequest, TagFilter};
 use rmq_common::config::CqBackend;
+use rmq_store::{GetRequest, TagFilter};
 use rmq_tests::{message, open_store, small_config, wait_dispatched};
 
 const TOPICS: usize = 200;

@@ -1,11 +1,11 @@
 //! The read path: pull statuses, tag filtering, offsets by time, query by key
 //! and view by message id.
 
-use rmq_broker::store::{GetRequest, GetStatus, TagFilter};
 use rmq_common::config::CqBackend;
 use rmq_common::constants::property;
 use rmq_common::cq::Boundary;
 use rmq_common::message::record::RecordView;
+use rmq_store::{GetRequest, GetStatus, TagFilter};
 use rmq_tests::{message, open_store, small_config, wait_dispatched, BACKENDS};
 
 fn tagged(

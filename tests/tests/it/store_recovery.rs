@@ -1,4 +1,4 @@
-//! Recovery (DESIGN section 6): torn tails are cut exactly at the last whole
+//! Recovery (docs/design-notes.md, "Recovery invariants"): torn tails are cut exactly at the last whole
 //! record, no consume-queue unit points past the tail, re-dispatch after a
 //! crash is idempotent, and queue offsets continue without reuse.
 

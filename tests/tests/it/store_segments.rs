@@ -45,7 +45,7 @@ fn roll_over(backend: CqBackend) {
     check(&store, &sent);
 }
 
-fn check(store: &rmq_broker::MessageStore, sent: &[(i32, i64, Vec<u8>)]) {
+fn check(store: &rmq_store::MessageStore, sent: &[(i32, i64, Vec<u8>)]) {
     for q in 0..3 {
         let got = read_queue(store, "Roll", q);
         let want: Vec<_> = sent.iter().filter(|(sq, _, _)| *sq == q).collect();
@@ -70,8 +70,8 @@ fn roll_over_all_backends() {
 /// ASYNC_FLUSH it answers at once; either way the units become readable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn async_put_answers_sync_flush_after_the_flush() {
-    use rmq_broker::store::PutStatus;
     use rmq_common::FlushDiskType;
+    use rmq_store::PutStatus;
     for backend in BACKENDS {
         for flush in [FlushDiskType::SyncFlush, FlushDiskType::AsyncFlush] {
             let dir = tempfile::tempdir().unwrap();

@@ -5,11 +5,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use rmq_broker::store::{GetRequest, GetStatus, TagFilter};
-use rmq_broker::MessageStore;
 use rmq_common::config::CqBackend;
 use rmq_common::constants::property;
 use rmq_common::message::record::RecordView;
+use rmq_store::MessageStore;
+use rmq_store::{GetRequest, GetStatus, TagFilter};
 use rmq_tests::{message, open_store, small_config, wait_dispatched};
 
 const TOPICS: [&str; 2] = ["SwitchA", "SwitchB"];

@@ -7,7 +7,7 @@ use rmq_common::config::CqBackend;
 use rmq_common::message::MessageToStore;
 use rmq_common::StoreConfig;
 
-use rmq_broker::MessageStore;
+use rmq_store::MessageStore;
 
 /// Deletes `root`'s consume queues (both backends) so the next open
 /// dispatches the whole CommitLog again.

@@ -21,13 +21,13 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::latency::{Latencies, LatencySummary};
-use rmq_broker::namesrv::register::{encode_body, register_request, BodyForm, BodyStats};
-use rmq_broker::namesrv::BrokerIdentity;
-use rmq_broker::namesrv::{NameServer, BROKER_EXPIRY_MS};
 use rmq_client::RemotingClient;
 use rmq_common::remoting::body::{
     DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper,
 };
+use rmq_namesrv::register::{encode_body, register_request, BodyForm, BodyStats};
+use rmq_namesrv::BrokerIdentity;
+use rmq_namesrv::{NameServer, BROKER_EXPIRY_MS};
 
 /// What to run.
 #[derive(Debug, Clone, clap::Args)]
@@ -173,7 +173,7 @@ pub async fn run(spec: &RoutesSpec) -> anyhow::Result<RoutesReport> {
             NameServer::start(
                 listener,
                 Arc::new(SystemClock),
-                &rmq_broker::namesrv::NamesrvOptions::in_memory(BROKER_EXPIRY_MS),
+                &rmq_namesrv::NamesrvOptions::in_memory(BROKER_EXPIRY_MS),
                 cancel.clone(),
                 tracker.clone(),
             )

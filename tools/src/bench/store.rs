@@ -11,8 +11,8 @@ use rmq_common::StoreConfig;
 
 use super::reput::rebuild;
 use rmq_broker::metrics::process::ProcessStats;
-use rmq_broker::store::disk_use;
-use rmq_broker::MessageStore;
+use rmq_store::disk_use;
+use rmq_store::MessageStore;
 
 /// Longest wait for reput to catch up after the last put.
 const CATCH_UP: Duration = Duration::from_secs(1800);

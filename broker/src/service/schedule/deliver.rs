@@ -6,7 +6,7 @@ use rmq_common::message::record::RecordView;
 use rmq_common::message::MessageToStore;
 use rmq_common::names::{is_not_allowed_send_topic, validate_topic};
 
-use crate::store::MessageStore;
+use rmq_store::MessageStore;
 
 /// Why a delivery's put stored nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -41,7 +41,7 @@ impl DeliverySink for MessageStore {
     fn put(&self, msg: &MessageToStore) -> Result<(), PutFailure> {
         // FLUSH_DISK_TIMEOUT still means stored: retrying would duplicate.
         self.put_message(msg).map(|_| ()).map_err(|e| PutFailure {
-            permanent: crate::store::is_permanent(&e),
+            permanent: rmq_store::is_permanent(&e),
             reason: e.to_string(),
         })
     }

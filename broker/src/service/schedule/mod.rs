@@ -34,7 +34,7 @@ use rmq_store_file::StoreError;
 use crate::error::{MetaError, ServiceError};
 use crate::service::poison::{PoisonEntry, PoisonLog};
 
-use crate::store::MessageStore;
+use rmq_store::MessageStore;
 
 /// Most entries one pass handles before it yields (so a level with a large
 /// backlog still checks for shutdown between passes).

@@ -11,7 +11,7 @@ use rmq_common::service::{Next, Pass, Service, Signal};
 use rmq_common::DelayLevels;
 
 use super::{PassEnd, Scheduler};
-use crate::store::MessageArrivalListener;
+use rmq_store::MessageArrivalListener;
 
 /// Longest a level sleeps with nothing stored; an arrival wakes it sooner.
 const IDLE_WAIT: Duration = Duration::from_secs(1);
@@ -54,7 +54,7 @@ impl ScheduleService {
     /// an arrival listener on the store.
     pub fn start(
         scheduler: Arc<Scheduler>,
-        store: &crate::store::MessageStore,
+        store: &rmq_store::MessageStore,
         persist_interval: Duration,
     ) -> std::io::Result<Self> {
         let max_level = scheduler.levels().max_level();

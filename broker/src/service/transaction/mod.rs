@@ -42,7 +42,7 @@ use crate::error::{MetaError, ServiceError};
 
 use crate::meta::ConsumerOffsetManager;
 use crate::service::poison::{PoisonEntry, PoisonLog};
-use crate::store::MessageStore;
+use rmq_store::MessageStore;
 
 /// The system consumer group whose offsets hold the walk's progress.
 pub const TRANS_GROUP: &str = "CID_RMQ_SYS_TRANS";
@@ -573,7 +573,7 @@ impl Transactions {
                 .into_iter()
                 .next()
                 .ok_or_else(|| "nothing was stored".into())),
-            Err(e) if crate::store::is_permanent(&e) => Ok(Err(e.to_string())),
+            Err(e) if rmq_store::is_permanent(&e) => Ok(Err(e.to_string())),
             Err(e) => Err(e),
         }
     }

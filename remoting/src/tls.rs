@@ -31,8 +31,6 @@ use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
-use crate::config::BrokerConfig;
-
 /// The first byte of a TLS handshake record.
 pub const HANDSHAKE_BYTE: u8 = 0x16;
 
@@ -109,34 +107,15 @@ fn flag(key: &'static str, v: &str) -> Result<bool, ConfigError> {
 }
 
 impl TlsSettings {
-    /// The settings of `c`, with the keys of its `tlsConfigFile` applied;
-    /// the error names the key at fault.
-    pub fn from_config(c: &BrokerConfig) -> Result<Self, ConfigError> {
-        let mut raw: Vec<(&str, String)> = vec![
-            ("tlsMode", c.tls_mode.clone()),
-            ("tlsServerCertPath", c.tls_server_cert_path.clone()),
-            ("tlsServerKeyPath", c.tls_server_key_path.clone()),
-            ("tlsServerKeyPassword", c.tls_server_key_password.clone()),
-            (
-                "tlsServerNeedClientAuth",
-                c.tls_server_need_client_auth.clone(),
-            ),
-            ("tlsServerAuthClient", c.tls_server_auth_client.to_string()),
-            (
-                "tlsServerTrustCertPath",
-                c.tls_server_trust_cert_path.clone(),
-            ),
-            ("tlsTestModeEnable", c.tls_test_mode_enable.to_string()),
-            ("tlsEnable", c.tls_enable.to_string()),
-            ("tlsClientAuthServer", c.tls_client_auth_server.to_string()),
-            (
-                "tlsClientTrustCertPath",
-                c.tls_client_trust_cert_path.clone(),
-            ),
-            ("tlsClientCertPath", c.tls_client_cert_path.clone()),
-            ("tlsClientKeyPath", c.tls_client_key_path.clone()),
-        ];
-        if let Some(file) = path(&c.tls_config_file) {
+    /// The settings the TLS keys name, as broker.conf spells them
+    /// (`tlsMode`, `tlsServerCertPath`, ... each with its raw value), with
+    /// the keys of `config_file` (`tlsConfigFile`, RocketMQ's names)
+    /// applied over them; the error names the key at fault.
+    pub fn from_keys(
+        mut raw: Vec<(&'static str, String)>,
+        config_file: &str,
+    ) -> Result<Self, ConfigError> {
+        if let Some(file) = path(config_file) {
             for (java, value) in read_tls_properties(&file)? {
                 let Some(ours) = JAVA_KEYS.iter().find(|(j, _)| *j == java).map(|(_, o)| *o) else {
                     tracing::warn!(file = %file.display(), key = %java, "unknown TLS key ignored");

@@ -25,7 +25,7 @@ use rmq_store_file::StoreError;
 
 use super::{Dispatcher, Pass, Visible, FAILURE_BACKOFF, PROGRESS_LOG_INTERVAL};
 use crate::metrics::{LaneMetrics, Role};
-use crate::store::SharedOffset;
+use crate::SharedOffset;
 
 /// Batches waiting for the shadow before the serving dispatch drops them
 /// (up to 4096 units each).

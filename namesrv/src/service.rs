@@ -20,13 +20,8 @@ use super::config::{NamesrvConfig, NamesrvOptions};
 use super::kv::KvConfig;
 use super::processor::NameServerHandler;
 use super::route::RouteInfoManager;
-use crate::error::MetaError;
-use crate::remoting::{serve_tls, Connection, RequestHandler, ServerOptions};
-
-/// Default of `namesrvBrokerExpiry`: a broker not heard from for this long
-/// is dropped (brokers re-register every 30 s, so this is four missed
-/// heartbeats), ms.
-pub const BROKER_EXPIRY_MS: i64 = 120_000;
+use rmq_common::meta_file::MetaError;
+use rmq_remoting::{serve_tls, Connection, RequestHandler, ServerOptions};
 
 /// How often the expiry scan runs.
 pub const SCAN_INTERVAL: Duration = Duration::from_secs(10);
@@ -262,7 +257,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let held = Arc::new(Held::default());
         let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
-        tokio::spawn(crate::remoting::serve(
+        tokio::spawn(rmq_remoting::serve(
             listener,
             Arc::new(OneRegistrationAtATime::new(Arc::clone(&held))),
             ServerOptions::default(),

@@ -11,8 +11,6 @@ use rmq_common::constants::{
     TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
 };
 
-use super::names;
-
 /// The bounded `topic_class` label values.
 pub const TOPIC_CLASSES: [&str; 5] = ["user", "retry", "dlq", "schedule", "transaction"];
 
@@ -75,7 +73,7 @@ impl std::fmt::Debug for StoreMetrics {
 impl StoreMetrics {
     /// Handles labelled `broker`, `backend`.
     pub fn new(broker: &str, backend: &str) -> Self {
-        let labels = super::base_labels(broker, backend);
+        let labels = base_labels(broker, backend);
         let l = || labels.clone();
         let put_total = TOPIC_CLASSES.map(|class| {
             let mut with = labels.clone();
@@ -186,7 +184,7 @@ impl std::fmt::Debug for LaneMetrics {
 impl LaneMetrics {
     /// Handles for `backend` in `role` on `broker`.
     pub fn new(broker: &str, backend: &str, role: Role) -> Self {
-        let mut labels = super::base_labels(broker, backend);
+        let mut labels = base_labels(broker, backend);
         labels.push(Label::new("role", role.as_str()));
         let l = || labels.clone();
         Self {
@@ -220,6 +218,38 @@ impl LaneMetrics {
     pub fn dispatched(&self, delay_ms: i64) {
         self.dispatch_delay.record(delay_ms.max(0) as f64 / 1000.0);
     }
+}
+
+/// The `broker` and `backend` labels every series of one broker carries.
+pub fn base_labels(broker: &str, backend: &str) -> Vec<metrics::Label> {
+    vec![
+        metrics::Label::new("broker", broker.to_owned()),
+        metrics::Label::new("backend", backend.to_owned()),
+    ]
+}
+
+/// The names of the series the store records.
+pub mod names {
+    /// Per record: dispatch time - store time.
+    pub const DISPATCH_DELAY_SECONDS: &str = "rmq_dispatch_delay_seconds";
+    /// Messages stored, by topic class.
+    pub const PUT_MESSAGES_TOTAL: &str = "rmq_put_messages_total";
+    /// Put latency (append + SYNC_FLUSH wait).
+    pub const PUT_LATENCY_SECONDS: &str = "rmq_put_latency_seconds";
+    /// Messages returned by pulls.
+    pub const GET_MESSAGES_TOTAL: &str = "rmq_get_messages_total";
+    /// get_message latency.
+    pub const GET_LATENCY_SECONDS: &str = "rmq_get_latency_seconds";
+    /// CommitLog flush pass latency.
+    pub const FLUSH_LATENCY_SECONDS: &str = "rmq_flush_latency_seconds";
+    /// Units per consume-queue write.
+    pub const CQ_WRITE_BATCH_SIZE: &str = "rmq_cq_write_batch_size";
+    /// Consume-queue write latency (hand-over to written).
+    pub const CQ_WRITE_LATENCY_SECONDS: &str = "rmq_cq_write_latency_seconds";
+    /// Units written to a consume-queue backend (rate: entries/s).
+    pub const CQ_ENTRIES_TOTAL: &str = "rmq_cq_entries_total";
+    /// Consume-queue read latency.
+    pub const CQ_READ_LATENCY_SECONDS: &str = "rmq_cq_read_latency_seconds";
 }
 
 #[cfg(test)]

@@ -2,18 +2,18 @@
 //! Store benchmarks: put + dispatch into the consume queue, per backend, so
 //! the backends sit side by side in one group.
 //!
-//! Run: `cargo bench -p rmq-broker --bench store`
+//! Run: `cargo bench -p rmq-store --bench store`
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use rmq_broker::MessageStore;
 use rmq_common::config::CqBackend;
 use rmq_common::cq::{ConsumeQueueStore, MemoryConsumeQueueStore};
 use rmq_common::message::MessageToStore;
 use rmq_common::time::SystemClock;
 use rmq_common::StoreConfig;
+use rmq_store::MessageStore;
 
 fn open(dir: &std::path::Path, backend: CqBackend) -> MessageStore {
     let config = StoreConfig {

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-use crate::error::MetaError;
-use crate::meta::{read_json, write_json};
+use rmq_common::meta_file::MetaError;
+use rmq_common::meta_file::{read_json, write_json};
 
 /// `kvConfig.json`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

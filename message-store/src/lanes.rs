@@ -22,8 +22,8 @@ use super::factory::{open_backend, remove_backend_files};
 use super::reput::shadow::Shadow;
 pub use super::reput::shadow::{FlipError, FlipStep};
 use super::MessageStore;
-use crate::error::MetaError;
 use crate::metrics::{LaneMetrics, Role};
+use rmq_common::meta_file::MetaError;
 
 /// The persisted choice, relative to the store root.
 const CHOICE_FILE: &str = "config/cqBackends.json";
@@ -53,7 +53,9 @@ impl CqChoice {
             shadow: config.shadow_consume_queue_store,
         };
         let path = Self::path(config);
-        let Some(persisted) = crate::meta::read_json::<Self>(&path).map_err(meta_error)? else {
+        let Some(persisted) =
+            rmq_common::meta_file::read_json::<Self>(&path).map_err(meta_error)?
+        else {
             return Ok(configured);
         };
         if persisted.shadow == Some(persisted.serving) {
@@ -75,14 +77,14 @@ impl CqChoice {
     }
 
     fn save(&self, config: &StoreConfig) -> Result<(), StoreError> {
-        crate::meta::write_json(&Self::path(config), self).map_err(meta_error)
+        rmq_common::meta_file::write_json(&Self::path(config), self).map_err(meta_error)
     }
 }
 
 /// The choice file's read and write errors as the store's.
 fn meta_error(e: MetaError) -> StoreError {
     match e {
-        MetaError::Write { source, .. } => source,
+        MetaError::Write { source, .. } => source.into(),
         MetaError::Invalid { path, source } => StoreError::Corrupt {
             path,
             offset: 0,

@@ -8,7 +8,7 @@
 //! - `cq_get_range_hit`: a 32-unit `get` at a random queue and offset that
 //!   exists, after a warm-up fill and a flush (the steady-state pull path).
 //!
-//! Run: `cargo bench -p rmq-broker --bench cq`. Under `cargo test` (no
+//! Run: `cargo bench -p rmq-store --bench cq`. Under `cargo test` (no
 //! `--bench` argument) criterion runs each benchmark once, and the warm-up
 //! fills shrink so the smoke test takes seconds.
 

@@ -32,7 +32,7 @@ use serde::Serialize;
 use super::config::{NamesrvConfig, NamesrvOptions};
 use super::kv::KvConfig;
 use super::route::{BrokerIdentity, RouteInfoManager};
-use crate::remoting::{Connection, RequestHandler};
+use rmq_remoting::{Connection, RequestHandler};
 
 /// The id of a master broker.
 const MASTER_ID: i64 = 0;
@@ -93,14 +93,14 @@ pub struct NameServerHandler {
     /// The NameServer's settings.
     config: NamesrvConfig,
     /// Checks [`GUARDED_CODES`] when set.
-    acl: Option<Arc<crate::acl::Acl>>,
+    acl: Option<Arc<rmq_remoting::acl::Acl>>,
 }
 
 impl NameServerHandler {
     /// A handler over `routes`, with an in-memory KV table and default
     /// settings; `clock` stamps heartbeats.
     pub fn new(routes: Arc<RouteInfoManager>, clock: Arc<dyn Clock>) -> Self {
-        let options = NamesrvOptions::in_memory(super::service::BROKER_EXPIRY_MS);
+        let options = NamesrvOptions::in_memory(super::config::BROKER_EXPIRY_MS);
         let kv = KvConfig::open(None).unwrap_or_else(|_| unreachable!("no file to read"));
         Self::with_state(routes, clock, kv, NamesrvConfig::open(&options))
     }
@@ -124,7 +124,7 @@ impl NameServerHandler {
 
     /// Takes [`GUARDED_CODES`] only when `acl` lets their sender in as an
     /// admin account (`None`: from anyone).
-    pub fn with_acl(mut self, acl: Option<Arc<crate::acl::Acl>>) -> Self {
+    pub fn with_acl(mut self, acl: Option<Arc<rmq_remoting::acl::Acl>>) -> Self {
         self.acl = acl;
         self
     }
@@ -667,7 +667,7 @@ mod tests {
     fn with_an_acl_only_admin_signed_writes_are_taken() {
         assert!(GUARDED_CODES
             .iter()
-            .all(|c| crate::acl::resources::is_admin(c.code())));
+            .all(|c| rmq_remoting::acl::resources::is_admin(c.code())));
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("plain_acl.yml");
         std::fs::write(
@@ -675,7 +675,7 @@ mod tests {
             "accounts:\n  - {accessKey: adminKey1, secretKey: adminSecret, admin: true}\n  - {accessKey: userKey1, secretKey: userSecret}\n",
         )
         .unwrap();
-        let acl = Arc::new(crate::acl::Acl::open(&file).unwrap());
+        let acl = Arc::new(rmq_remoting::acl::Acl::open(&file).unwrap());
         let (h, _) = handler();
         let h = h.with_acl(Some(acl));
         let peer = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);

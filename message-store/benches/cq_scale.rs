@@ -13,7 +13,7 @@
 //! default `vm.max_map_count` of 65,530), so past 16,384 queues it unmaps and
 //! remaps files as the round-robin moves on.
 //!
-//! Run: `cargo bench -p rmq-broker --bench cq_scale [-- QUEUES...]`.
+//! Run: `cargo bench -p rmq-store --bench cq_scale [-- QUEUES...]`.
 //! Environment: `CQ_SCALE_QUEUES` (comma list, default 1,1000,10000,100000),
 //! `CQ_SCALE_ENTRIES` (default 2,000,000), `CQ_SCALE_BACKENDS` (default
 //! file,rocksdb), `CQ_SCALE_FILL_CAP_SECS` (default 600: a fill still running

@@ -1,6 +1,26 @@
-//! The message store facade: one CommitLog, one consume-queue backend behind
-//! [`ConsumeQueueStore`], the IndexFile, and the services that tie them
-//! together (flush, reput, consume-queue flush).
+//! The message store: one CommitLog, the consume-queue backends behind
+//! [`ConsumeQueueStore`] (the serving one and an optional shadow), the
+//! IndexFile, and the services that tie them together. The broker serves
+//! every request that reads or writes messages through [`MessageStore`];
+//! this crate knows nothing of the broker.
+//!
+//! Layout:
+//! - `open`: start-up (lock, recovery, backends, catch-up) and
+//!   [`StartupReport`]; `services`: the threads a running store owns
+//!   (flush, reput, shadow, consume-queue flush, clean).
+//! - `put`, `get`, `lookup`, `filter`: appending messages, reading them
+//!   back by queue offset, by time and by key, and the tag/SQL filters a
+//!   read applies.
+//! - `reput`: the dispatcher that follows the CommitLog and writes the
+//!   consume-queue units and the index (`reput/shadow.rs`: the second
+//!   backend); `arrival`: who is woken when a queue grows.
+//! - `factory`: opening a backend by name; `lanes`: adding a shadow,
+//!   flipping which backend serves, dropping the shadow; `verify`:
+//!   comparing the two.
+//! - [`clean`]: retention and the disk guard; [`headroom`] and `delay`:
+//!   delay-level rewrites at put time.
+//! - [`metrics`]: the handles the hot paths record into and their names.
+#![forbid(unsafe_code)]
 
 mod arrival;
 pub mod clean;
@@ -11,6 +31,7 @@ mod get;
 pub mod headroom;
 mod lanes;
 mod lookup;
+pub mod metrics;
 mod open;
 mod put;
 mod reput;

@@ -14,8 +14,13 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use rmq_common::remoting::ResponseCode;
 
-use crate::error::MetaError;
-use crate::meta::write_bytes;
+use rmq_common::meta_file::write_bytes;
+use rmq_common::meta_file::MetaError;
+
+/// Default of `namesrvBrokerExpiry`: a broker not heard from for this long
+/// is dropped (brokers re-register every 30 s, so this is four missed
+/// heartbeats), ms.
+pub const BROKER_EXPIRY_MS: i64 = 120_000;
 
 /// Where a NameServer keeps its files and how long brokers live unheard.
 #[derive(Debug, Clone)]
@@ -28,9 +33,9 @@ pub struct NamesrvOptions {
     /// When set, broker registrations and the NameServer's writes must be
     /// signed by an admin account of this ACL (Java's NameServer checks
     /// nothing).
-    pub acl: Option<std::sync::Arc<crate::acl::Acl>>,
+    pub acl: Option<std::sync::Arc<rmq_remoting::acl::Acl>>,
     /// TLS on the port (`None`: plain only).
-    pub tls: Option<std::sync::Arc<crate::remoting::tls::TlsServer>>,
+    pub tls: Option<std::sync::Arc<rmq_remoting::tls::TlsServer>>,
 }
 
 impl NamesrvOptions {
