@@ -23,7 +23,7 @@
 #[cfg(test)]
 mod body_tests;
 pub mod broker;
-pub mod clients;
+pub(crate) mod clients;
 pub mod config;
 pub mod context;
 pub mod error;
@@ -32,9 +32,9 @@ pub mod logging;
 pub mod meta;
 pub mod metrics;
 pub mod processor;
-pub mod pull_hold;
-pub mod runtime_config;
-pub mod sampler;
+pub(crate) mod pull_hold;
+pub(crate) mod runtime_config;
+pub(crate) mod sampler;
 pub mod service;
 
 // The processors still name these by their old in-crate paths.

@@ -7,5 +7,5 @@ mod locks;
 mod manager;
 
 pub use calls::{CallError, ClientCalls};
-pub use locks::{QueueLockManager, LOCK_MAX_LIVE_MS};
+pub use locks::QueueLockManager;
 pub use manager::{ClientManager, GroupChange};
