@@ -10,7 +10,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rmq_common::remoting::{RemotingCommand, ResponseCode};
+use rmq_common::remoting::header::{
+    DeleteAclRequestHeader, GlobalWhiteAddrsRequestHeader, UpdateAclRequestHeader,
+};
+use rmq_common::remoting::{HeaderError, ResponseCode};
 use serde_yaml::Value;
 
 use super::{blocking, json_success, success, Handled, Refusal};
@@ -27,6 +30,12 @@ fn acl(ctx: &BrokerContext, failed: ResponseCode) -> Result<Arc<Acl>, Refusal> {
     })
 }
 
+/// `accessKey`, required once ACL is known to be on (the remark a missing
+/// header field gets).
+fn access_key(v: Option<String>) -> Result<String, Refusal> {
+    v.ok_or_else(|| HeaderError::Missing { field: "accessKey" }.into())
+}
+
 fn list(v: Option<&str>) -> Option<Vec<String>> {
     v.map(|s| {
         s.split(',')
@@ -38,19 +47,20 @@ fn list(v: Option<&str>) -> Option<Vec<String>> {
 }
 
 /// UPDATE_AND_CREATE_ACL_CONFIG.
-pub async fn update(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+pub(crate) async fn update(ctx: &Arc<BrokerContext>, h: UpdateAclRequestHeader) -> Handled {
     const FAILED: ResponseCode = ResponseCode::UpdateAndCreateAclConfigFailed;
     let acl = acl(ctx, FAILED)?;
-    let ext = req.ext();
+    let access_key = access_key(h.access_key.clone())?;
+    let admin = h.admin()?.unwrap_or(false);
     let u = AccountUpdate {
-        access_key: ext.req_str("accessKey")?.to_owned(),
-        secret_key: ext.get_str("secretKey").unwrap_or_default().to_owned(),
-        white_remote_address: ext.get_str("whiteRemoteAddress").map(str::to_owned),
-        admin: ext.get_bool("admin")?.unwrap_or(false),
-        default_topic_perm: ext.get_str("defaultTopicPerm").map(str::to_owned),
-        default_group_perm: ext.get_str("defaultGroupPerm").map(str::to_owned),
-        topic_perms: list(ext.get_str("topicPerms")),
-        group_perms: list(ext.get_str("groupPerms")),
+        access_key,
+        secret_key: h.secret_key.unwrap_or_default(),
+        white_remote_address: h.white_remote_address,
+        admin,
+        default_topic_perm: h.default_topic_perm,
+        default_group_perm: h.default_group_perm,
+        topic_perms: list(h.topic_perms.as_deref()),
+        group_perms: list(h.group_perms.as_deref()),
     };
     let ak = u.access_key.clone();
     blocking(move || acl.update_account(&u))
@@ -65,10 +75,10 @@ pub async fn update(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled 
 }
 
 /// DELETE_ACL_CONFIG.
-pub async fn delete(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+pub(crate) async fn delete(ctx: &Arc<BrokerContext>, h: DeleteAclRequestHeader) -> Handled {
     const FAILED: ResponseCode = ResponseCode::DeleteAclConfigFailed;
     let acl = acl(ctx, FAILED)?;
-    let ak = req.ext().req_str("accessKey")?.to_owned();
+    let ak = access_key(h.access_key)?;
     let key = ak.clone();
     let deleted = blocking(move || acl.delete_account(&key)).await?;
     match deleted {
@@ -88,19 +98,21 @@ pub async fn delete(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled 
 
 /// UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (`aclFileFullPath`, if given, must be
 /// this broker's ACL file).
-pub async fn global_white(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+pub(crate) async fn global_white(
+    ctx: &Arc<BrokerContext>,
+    h: GlobalWhiteAddrsRequestHeader,
+) -> Handled {
     const FAILED: ResponseCode = ResponseCode::UpdateGlobalWhiteAddrsConfigFailed;
     let acl = acl(ctx, FAILED)?;
-    let ext = req.ext();
-    // Empty clears the list (req_str would refuse it as missing).
-    let raw = ext.get_str("globalWhiteAddrs").ok_or_else(|| {
+    // Empty clears the list (a required field would refuse it as missing).
+    let raw = h.global_white_addrs.as_deref().ok_or_else(|| {
         Refusal::new(
             ResponseCode::SystemError,
             "the custom field <globalWhiteAddrs> is null",
         )
     })?;
     let addrs = list(Some(raw)).unwrap_or_default();
-    if let Some(path) = ext.get_str("aclFileFullPath").filter(|p| !p.is_empty()) {
+    if let Some(path) = h.acl_file_full_path.as_deref().filter(|p| !p.is_empty()) {
         if std::path::Path::new(path) != acl.file() {
             return Err(Refusal::new(
                 FAILED,
@@ -125,7 +137,7 @@ pub async fn global_white(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Ha
 
 /// GET_BROKER_CLUSTER_ACL_INFO: the file's data version, in the response
 /// header as RocketMQ's GetBrokerAclConfigResponseHeader.
-pub async fn info(ctx: &Arc<BrokerContext>) -> Handled {
+pub(crate) async fn info(ctx: &Arc<BrokerContext>) -> Handled {
     let acl = acl(ctx, ResponseCode::SystemError)?;
     let doc = {
         let acl = Arc::clone(&acl);
@@ -148,7 +160,7 @@ pub async fn info(ctx: &Arc<BrokerContext>) -> Handled {
 
 /// GET_BROKER_CLUSTER_ACL_CONFIG: the white list and every account, secrets
 /// included, as RocketMQ answers it (admin accounts only, here).
-pub async fn config(ctx: &Arc<BrokerContext>) -> Handled {
+pub(crate) async fn config(ctx: &Arc<BrokerContext>) -> Handled {
     let acl = acl(ctx, ResponseCode::SystemError)?;
     let doc = blocking(move || acl.document())
         .await?

@@ -7,7 +7,11 @@ use std::sync::Arc;
 
 use rmq_common::cq::CqUnit;
 use rmq_common::remoting::body::MessageQueue;
-use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_common::remoting::header::{
+    BrokerConsumeStatsRequestHeader, ConsumeTimeSpanRequestHeader, QueryConsumeQueueRequestHeader,
+    ViewBrokerStatsRequestHeader,
+};
+use rmq_common::remoting::ResponseCode;
 use serde::Serialize;
 
 use super::stats::{existing_topic, group_offsets, queue, unsubscribed};
@@ -18,49 +22,50 @@ use crate::metrics::StatsKind;
 /// Most consume-queue entries one QUERY_CONSUME_QUEUE returns.
 const MAX_CQ_ENTRIES: usize = 1_000;
 
-/// Handles the inspection requests.
-pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {
+/// QUERY_CONSUME_TIME_SPAN.
+pub(crate) async fn time_span(
+    ctx: &Arc<BrokerContext>,
+    h: ConsumeTimeSpanRequestHeader,
+) -> Handled {
     let ctx = Arc::clone(ctx);
-    let ext = req.ext();
-    match code {
-        RequestCode::QueryConsumeTimeSpan => {
-            let topic = ext.req_str("topic")?.to_owned();
-            let group = ext.req_str("group")?.to_owned();
-            blocking(move || time_span(&ctx, &topic, &group)).await?
-        }
-        RequestCode::ViewBrokerStatsData => {
-            let name = ext.req_str("statsName")?;
-            let key = ext.req_str("statsKey")?;
-            let views = StatsKind::from_name(name)
-                .and_then(|kind| ctx.items.views(kind, key))
-                .ok_or_else(|| {
-                    Refusal::new(
-                        ResponseCode::SystemError,
-                        format!("The stats <{name}> <{key}> not exist"),
-                    )
-                })?;
-            json_success(&views)
-        }
-        RequestCode::GetBrokerConsumeStats => {
-            let order_only = ext.get_bool("isOrder")?.unwrap_or(false);
-            blocking(move || broker_consume_stats(&ctx, order_only)).await?
-        }
-        RequestCode::QueryConsumeQueue => {
-            let topic = ext.req_str("topic")?.to_owned();
-            let queue_id = ext.req_i32("queueId")?;
-            let index = ext.req_i64("index")?;
-            let count = ext.get_i32("count")?.unwrap_or(10);
-            let group = ext
-                .get_str("consumerGroup")
-                .filter(|g| !g.is_empty())
-                .map(str::to_owned);
-            blocking(move || consume_queue(&ctx, &topic, queue_id, index, count, group)).await?
-        }
-        _ => Err(Refusal::new(
-            ResponseCode::RequestCodeNotSupported,
-            "not an inspection request",
-        )),
-    }
+    blocking(move || time_spans(&ctx, &h.topic, &h.group)).await?
+}
+
+/// VIEW_BROKER_STATS_DATA.
+pub(crate) fn stats_data(ctx: &BrokerContext, h: ViewBrokerStatsRequestHeader) -> Handled {
+    let (name, key) = (h.stats_name.as_str(), h.stats_key.as_str());
+    let views = StatsKind::from_name(name)
+        .and_then(|kind| ctx.items.views(kind, key))
+        .ok_or_else(|| {
+            Refusal::new(
+                ResponseCode::SystemError,
+                format!("The stats <{name}> <{key}> not exist"),
+            )
+        })?;
+    json_success(&views)
+}
+
+/// GET_BROKER_CONSUME_STATS.
+pub(crate) async fn consume_stats(
+    ctx: &Arc<BrokerContext>,
+    h: BrokerConsumeStatsRequestHeader,
+) -> Handled {
+    let order_only = h.is_order.unwrap_or(false);
+    let ctx = Arc::clone(ctx);
+    blocking(move || broker_consume_stats(&ctx, order_only)).await?
+}
+
+/// QUERY_CONSUME_QUEUE.
+pub(crate) async fn consume_queue(
+    ctx: &Arc<BrokerContext>,
+    h: QueryConsumeQueueRequestHeader,
+) -> Handled {
+    let count = h.count.unwrap_or(10);
+    let ctx = Arc::clone(ctx);
+    blocking(move || {
+        consume_queue_entries(&ctx, &h.topic, h.queue_id, h.index, count, h.consumer_group)
+    })
+    .await?
 }
 
 /// Java's `QueueTimeSpan`.
@@ -77,7 +82,7 @@ struct QueueTimeSpan {
     min_time_stamp_str: String,
 }
 
-fn time_span(ctx: &BrokerContext, topic: &str, group: &str) -> Handled {
+fn time_spans(ctx: &BrokerContext, topic: &str, group: &str) -> Handled {
     let config = existing_topic(ctx, topic)?;
     let store = &ctx.store;
     let now = store.clock().now_ms();
@@ -218,7 +223,7 @@ struct ConsumeQueueData {
 
 /// QUERY_CONSUME_QUEUE: up to `count` entries of a queue from `index`,
 /// read through the configured backend.
-fn consume_queue(
+fn consume_queue_entries(
     ctx: &BrokerContext,
     topic: &str,
     queue_id: i32,

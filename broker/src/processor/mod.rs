@@ -1,24 +1,38 @@
 //! Request processors, one file per request family, and the dispatch from
-//! request code to processor.
+//! request to processor.
+//!
+//! A request is checked and decoded once: the ACL, then the code's rule and
+//! the names its fields carry ([`validate::request`]), then its header into
+//! a typed [`BrokerRequest`] (a missing or bad field is refused naming it),
+//! and one exhaustive match in `serve` hands it to one function per request
+//! code. No handler sees a request code or reads a header field from
+//! `extFields`.
+//!
+//! To add a request code: add its row to the table in
+//! `rmq_common::remoting::requests` (value, Java name, where it is served,
+//! its rule and header type; a new header goes in
+//! `rmq_common::remoting::header` with `ext_header!`), write its handler
+//! here taking the header and only the parts of the broker it uses, and add
+//! its arm to `serve` (the compiler asks for it).
 
-pub mod acl_admin;
-pub mod admin;
-pub mod client;
-pub mod consumers;
-pub mod cq_admin;
-pub mod groups;
-pub mod inspect;
-pub mod lock;
-pub mod offsets;
-pub mod pull;
-pub mod query;
-pub mod reply;
-pub mod runtime;
-pub mod send;
-pub mod send_back;
-pub mod stats;
-pub mod transaction;
-pub mod validate;
+pub(crate) mod acl_admin;
+pub(crate) mod admin;
+pub(crate) mod client;
+pub(crate) mod consumers;
+pub(crate) mod cq_admin;
+pub(crate) mod groups;
+pub(crate) mod inspect;
+pub(crate) mod lock;
+pub(crate) mod offsets;
+pub(crate) mod pull;
+pub(crate) mod query;
+pub(crate) mod reply;
+pub(crate) mod runtime;
+pub(crate) mod send;
+pub(crate) mod send_back;
+pub(crate) mod stats;
+pub(crate) mod transaction;
+pub(crate) mod validate;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -27,7 +41,9 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use parking_lot::Mutex;
 use rmq_common::remoting::catalog::Served;
-use rmq_common::remoting::{HeaderError, RemotingCommand, RequestCode, ResponseCode};
+use rmq_common::remoting::{
+    BrokerRequest, HeaderError, RemotingCommand, RequestCode, ResponseCode,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::context::BrokerContext;
@@ -35,7 +51,7 @@ use crate::remoting::{ConnId, Connection, RequestHandler};
 
 /// The broker's request handler.
 #[derive(Debug)]
-pub struct BrokerHandler {
+pub(crate) struct BrokerHandler {
     ctx: Arc<BrokerContext>,
     gone: ConnectionGone,
     refusals: crate::logging::RateLimiter,
@@ -57,7 +73,7 @@ impl BrokerHandler {
 /// held pull does not outlive its connection. RocketMQ's hold service
 /// likewise never delays shutdown for held pulls.
 #[derive(Debug, Default)]
-pub struct ConnectionGone {
+pub(crate) struct ConnectionGone {
     tokens: Mutex<HashMap<ConnId, CancellationToken>>,
 }
 
@@ -183,30 +199,51 @@ async fn dispatch(
     let Some(code) = RequestCode::from_i32(req.code) else {
         return Some(unsupported(req.code));
     };
-    if let Err(refusal) = validate::request(ctx, code, req) {
+    if let Err(refusal) = validate::request(ctx, code.rule(), req) {
         return Some(refusal.into_response());
     }
-    let result = match code {
-        RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
-            send::handle(ctx, conn, req).await
-        }
+    let request = match BrokerRequest::decode(code, &req.ext()) {
+        None => return Some(unsupported(req.code)),
+        Some(Err(e)) => return Some(Refusal::from(e).into_response()),
+        Some(Ok(request)) => request,
+    };
+    Some(
+        serve(ctx, gone, conn, req, request)
+            .await
+            .unwrap_or_else(Refusal::into_response),
+    )
+}
+
+/// The one match from a decoded request to its handler. `req` is there
+/// for the handlers that read the body (or forward the fields); none reads
+/// a header field from it.
+async fn serve(
+    ctx: &Arc<BrokerContext>,
+    gone: &ConnectionGone,
+    conn: &Arc<Connection>,
+    req: &RemotingCommand,
+    request: BrokerRequest,
+) -> Handled {
+    use BrokerRequest as R;
+    match request {
+        R::SendMessage(h) | R::SendMessageV2(h) => send::send(ctx, conn, req, h, false).await,
+        R::SendBatchMessage(h) => send::send(ctx, conn, req, h, true).await,
         // The 5.x client's DefaultLitePullConsumer pulls with its own code and
         // the same header; Java's broker serves both with one processor.
-        RequestCode::PullMessage | RequestCode::LitePullMessage => {
-            pull::handle(ctx, req, || gone.token(conn)).await
-        }
-        RequestCode::ConsumerSendMsgBack => send_back::handle(ctx, req).await,
-        RequestCode::SendReplyMessage | RequestCode::SendReplyMessageV2 => {
-            reply::handle(ctx, conn, req).await
-        }
-        RequestCode::EndTransaction => transaction::handle(ctx, req).await,
-        RequestCode::QueryConsumerOffset
-        | RequestCode::UpdateConsumerOffset
-        | RequestCode::GetMaxOffset
-        | RequestCode::GetMinOffset
-        | RequestCode::SearchOffsetByTimestamp
-        | RequestCode::GetEarliestMsgStoretime => offsets::handle(ctx, code, req).await,
-        RequestCode::HeartBeat
+        R::PullMessage(h) | R::LitePullMessage(h) => pull::pull(ctx, h, || gone.token(conn)).await,
+        R::ConsumerSendMsgBack(h) => send_back::send_back(ctx, h).await,
+        R::SendReplyMessage(h) | R::SendReplyMessageV2(h) => reply::reply(ctx, conn, req, h).await,
+        R::EndTransaction(h) => transaction::end(ctx, h).await,
+        R::QueryConsumerOffset(h) => offsets::query(ctx, h).await,
+        R::UpdateConsumerOffset(h) => offsets::update(ctx, h),
+        R::GetMaxOffset(h) => offsets::max(ctx, h).await,
+        R::GetMinOffset(h) => offsets::min(ctx, h).await,
+        R::SearchOffsetByTimestamp(h) => offsets::search(ctx, h).await,
+        R::GetEarliestMsgStoretime(h) => offsets::earliest(ctx, h).await,
+        // What a slave copies from its master (with 21 and 201).
+        R::GetAllConsumerOffset(_) => offsets::all(ctx),
+        R::GetAllDelayOffset(_) => offsets::all_delay(ctx),
+        R::HeartBeat(_)
             if req
                 .body
                 .as_ref()
@@ -217,70 +254,61 @@ async fn dispatch(
                 .await
                 .and_then(|handled| handled)
         }
-        RequestCode::HeartBeat
-        | RequestCode::UnregisterClient
-        | RequestCode::GetConsumerListByGroup
-        | RequestCode::CheckClientConfig => client::handle(ctx, conn, code, req),
-        RequestCode::QueryMessage | RequestCode::ViewMessageById => {
-            query::handle(ctx, code, req).await
-        }
-        RequestCode::UpdateAndCreateTopic
-        | RequestCode::UpdateAndCreateTopicList
-        | RequestCode::GetAllTopicConfig
-        | RequestCode::GetBrokerConfig => admin::handle(ctx, code, req).await,
-        RequestCode::DeleteExpiredCommitlog => admin::delete_expired(ctx).await,
-        RequestCode::RmqCqStatus
-        | RequestCode::RmqCqVerify
-        | RequestCode::RmqCqAddShadow
-        | RequestCode::RmqCqServe
-        | RequestCode::RmqCqDropShadow => cq_admin::handle(ctx, code, req).await,
-        RequestCode::DeleteTopicInBroker => admin::delete_topic(ctx, req).await,
-        RequestCode::CleanExpiredConsumequeue => admin::clean_expired_cq(ctx).await,
-        RequestCode::GetBrokerRuntimeInfo => runtime::runtime_info(ctx).await,
-        RequestCode::UpdateAndCreateAclConfig => acl_admin::update(ctx, req).await,
-        RequestCode::DeleteAclConfig => acl_admin::delete(ctx, req).await,
-        RequestCode::UpdateGlobalWhiteAddrsConfig => acl_admin::global_white(ctx, req).await,
-        RequestCode::GetBrokerClusterAclInfo => acl_admin::info(ctx).await,
-        RequestCode::GetBrokerClusterAclConfig => acl_admin::config(ctx).await,
-        RequestCode::UpdateBrokerConfig => runtime::update_config(ctx, req),
-        RequestCode::GetTopicStatsInfo
-        | RequestCode::GetConsumeStats
-        | RequestCode::QueryTopicConsumeByWho => stats::handle(ctx, code, req).await,
-        RequestCode::UpdateAndCreateSubscriptionGroup
-        | RequestCode::UpdateAndCreateSubscriptionGroupList
-        | RequestCode::DeleteSubscriptionGroup
-        | RequestCode::GetConsumerConnectionList
-        | RequestCode::GetProducerConnectionList
-        | RequestCode::InvokeBrokerToResetOffset
-        | RequestCode::GetAllSubscriptiongroupConfig
-        | RequestCode::GetAllProducerInfo
-        | RequestCode::CloneGroupOffset
-        | RequestCode::QueryCorrectionOffset => groups::handle(ctx, code, req).await,
-        RequestCode::InvokeBrokerToGetConsumerStatus
-        | RequestCode::GetConsumerRunningInfo
-        | RequestCode::ConsumeMessageDirectly => consumers::handle(ctx, code, req).await,
-        RequestCode::QueryConsumeTimeSpan
-        | RequestCode::ViewBrokerStatsData
-        | RequestCode::GetBrokerConsumeStats
-        | RequestCode::QueryConsumeQueue => inspect::handle(ctx, code, req).await,
-        RequestCode::GetSystemTopicListFromBroker => admin::system_topics(ctx),
-        // What a slave copies from its master (with 21 and 201).
-        RequestCode::GetAllConsumerOffset => ctx
-            .offsets
-            .table_json()
-            .map(|body| success().with_body(body))
-            .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string())),
-        RequestCode::GetAllDelayOffset => json_success(&ctx.scheduler.offsets_json()),
-        RequestCode::CleanUnusedTopic => admin::clean_unused_topic(ctx).await,
-        RequestCode::ResumeCheckHalfMessage => admin::resume_check_half(ctx, req).await,
-        RequestCode::LockBatchMq | RequestCode::UnlockBatchMq => lock::handle(ctx, code, req),
-        RequestCode::GetKvConfig => Ok(RemotingCommand::response(
+        R::HeartBeat(_) => client::heartbeat(ctx, conn, req),
+        R::UnregisterClient(h) => client::unregister(ctx, conn, h),
+        R::GetConsumerListByGroup(h) => client::consumer_list(ctx, h),
+        R::CheckClientConfig(_) => client::check_config(ctx, req),
+        R::QueryMessage(h) => query::by_key(ctx, h).await,
+        R::ViewMessageById(h) => query::by_offset(ctx, h).await,
+        R::UpdateAndCreateTopic(h) => admin::create_topic(ctx, h).await,
+        R::UpdateAndCreateTopicList(_) => admin::create_topics(ctx, req).await,
+        R::GetAllTopicConfig(_) => admin::all_topics(ctx),
+        R::GetBrokerConfig(_) => admin::broker_config(ctx),
+        R::DeleteTopicInBroker(h) => admin::delete_topic(ctx, h).await,
+        R::DeleteExpiredCommitlog(_) => admin::delete_expired(ctx).await,
+        R::CleanExpiredConsumequeue(_) => admin::clean_expired_cq(ctx).await,
+        R::CleanUnusedTopic(_) => admin::clean_unused_topic(ctx).await,
+        R::GetSystemTopicListFromBroker(_) => admin::system_topics(ctx),
+        R::ResumeCheckHalfMessage(h) => admin::resume_check_half(ctx, h).await,
+        R::RmqCqStatus(_) => cq_admin::status(ctx),
+        R::RmqCqVerify(h) => cq_admin::verify(ctx, h).await,
+        R::RmqCqAddShadow(h) => cq_admin::add_shadow(ctx, h).await,
+        R::RmqCqServe(h) => cq_admin::serve(ctx, h).await,
+        R::RmqCqDropShadow(_) => cq_admin::drop_shadow(ctx).await,
+        R::GetBrokerRuntimeInfo(_) => runtime::runtime_info(ctx).await,
+        R::UpdateBrokerConfig(_) => runtime::update_config(ctx, req),
+        R::UpdateAndCreateAclConfig(h) => acl_admin::update(ctx, h).await,
+        R::DeleteAclConfig(h) => acl_admin::delete(ctx, h).await,
+        R::UpdateGlobalWhiteAddrsConfig(h) => acl_admin::global_white(ctx, h).await,
+        R::GetBrokerClusterAclInfo(_) => acl_admin::info(ctx).await,
+        R::GetBrokerClusterAclConfig(_) => acl_admin::config(ctx).await,
+        R::GetTopicStatsInfo(h) => stats::topic_stats(ctx, h).await,
+        R::GetConsumeStats(h) => stats::consume_stats(ctx, h).await,
+        R::QueryTopicConsumeByWho(h) => stats::consumed_by(ctx, h),
+        R::UpdateAndCreateSubscriptionGroup(_) => groups::create(ctx, req).await,
+        R::UpdateAndCreateSubscriptionGroupList(_) => groups::create_list(ctx, req).await,
+        R::DeleteSubscriptionGroup(h) => groups::delete(ctx, h).await,
+        R::GetConsumerConnectionList(h) => groups::consumer_connections(ctx, h),
+        R::GetProducerConnectionList(h) => groups::producer_connections(ctx, h),
+        R::InvokeBrokerToResetOffset(h) => groups::reset_offset(ctx, h).await,
+        R::GetAllSubscriptiongroupConfig(_) => groups::all(ctx),
+        R::GetAllProducerInfo(_) => groups::producers(ctx),
+        R::CloneGroupOffset(h) => groups::clone_offset(ctx, h),
+        R::QueryCorrectionOffset(h) => groups::correction_offset(ctx, h).await,
+        R::InvokeBrokerToGetConsumerStatus(h) => consumers::status(ctx, h).await,
+        R::GetConsumerRunningInfo(h) => consumers::running_info(ctx, req, h).await,
+        R::ConsumeMessageDirectly(h) => consumers::consume_directly(ctx, req, h).await,
+        R::QueryConsumeTimeSpan(h) => inspect::time_span(ctx, h).await,
+        R::ViewBrokerStatsData(h) => inspect::stats_data(ctx, h),
+        R::GetBrokerConsumeStats(h) => inspect::consume_stats(ctx, h).await,
+        R::QueryConsumeQueue(h) => inspect::consume_queue(ctx, h).await,
+        R::LockBatchMq(_) => lock::lock(ctx, req),
+        R::UnlockBatchMq(_) => lock::unlock(ctx, req),
+        R::GetKvConfig(_) => Ok(RemotingCommand::response(
             ResponseCode::QueryNotFound,
             Some("no KV config on this broker".into()),
         )),
-        _ => return Some(unsupported(req.code)),
-    };
-    Some(result.unwrap_or_else(|e| e.into_response()))
+    }
 }
 
 /// REQUEST_CODE_NOT_SUPPORTED, saying why where the request-code table
@@ -302,7 +330,7 @@ fn unsupported(code: i32) -> RemotingCommand {
 
 /// A request that cannot be served, with the code to answer it with.
 #[derive(Debug)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     code: ResponseCode,
     remark: String,
 }
@@ -371,22 +399,22 @@ impl From<crate::error::MetaError> for Refusal {
 }
 
 /// Result of a processor.
-pub type Handled = Result<RemotingCommand, Refusal>;
+pub(crate) type Handled = Result<RemotingCommand, Refusal>;
 
 /// A successful response with no fields.
-pub fn success() -> RemotingCommand {
+pub(crate) fn success() -> RemotingCommand {
     RemotingCommand::response(ResponseCode::Success, None)
 }
 
 /// A successful response whose body is `value` as JSON.
-pub fn json_success<T: serde::Serialize>(value: &T) -> Handled {
+pub(crate) fn json_success<T: serde::Serialize>(value: &T) -> Handled {
     let body = serde_json::to_vec(value)
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
     Ok(success().with_body(body))
 }
 
 /// Runs blocking store work off the async workers.
-pub async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, Refusal> {
     tokio::task::spawn_blocking(f)

@@ -23,12 +23,11 @@ const MASTER_ID: i64 = 0;
 
 /// Handles a pull. `conn_gone` gives a token cancelled once the request's
 /// connection has closed; a held pull ends then, as nobody is left to answer.
-pub async fn handle(
+pub(crate) async fn pull(
     ctx: &Arc<BrokerContext>,
-    req: &RemotingCommand,
+    h: PullMessageRequestHeader,
     conn_gone: impl FnOnce() -> CancellationToken,
 ) -> Handled {
-    let h = PullMessageRequestHeader::from_ext(&req.ext())?;
     if !ctx.runtime.readable() {
         return Err(Refusal::new(
             ResponseCode::NoPermission,
@@ -251,7 +250,7 @@ fn subscription_filter(
 }
 
 /// RocketMQ's `ExpressionType.isTagType`: absent, empty or `TAG`.
-pub fn is_tag_type(expression_type: Option<&str>) -> bool {
+pub(crate) fn is_tag_type(expression_type: Option<&str>) -> bool {
     expression_type.is_none_or(|t| t.is_empty() || t.eq_ignore_ascii_case("TAG"))
 }
 
@@ -259,7 +258,7 @@ pub fn is_tag_type(expression_type: Option<&str>) -> bool {
 /// CHECK_CLIENT_CONFIG do: TAG always; SQL92 only with
 /// `enablePropertyFilter` (else SYSTEM_ERROR with Java's remark), and a bad
 /// expression answers SUBSCRIPTION_PARSE_FAILED with the parse error.
-pub fn build_filter(
+pub(crate) fn build_filter(
     ctx: &BrokerContext,
     expression_type: Option<&str>,
     expression: &str,

@@ -23,20 +23,20 @@ use crate::remoting::Connection;
 
 /// How long the requester has to take a pushed reply (Java's
 /// `Broker2Client.callClient`).
-pub const PUSH_TIMEOUT: Duration = Duration::from_secs(3);
+pub(crate) const PUSH_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The reply topic of a cluster: `<cluster>_REPLY_TOPIC`.
-pub fn reply_topic(cluster: &str) -> String {
+pub(crate) fn reply_topic(cluster: &str) -> String {
     format!("{cluster}_REPLY_TOPIC")
 }
 
-/// Handles a reply.
-pub async fn handle(
+/// SEND_REPLY_MESSAGE and SEND_REPLY_MESSAGE_V2; the body is `req`'s.
+pub(crate) async fn reply(
     ctx: &Arc<BrokerContext>,
     conn: &Arc<Connection>,
     req: &RemotingCommand,
+    header: SendMessageRequestHeader,
 ) -> Handled {
-    let header = SendMessageRequestHeader::from_ext(&req.ext())?;
     validate::send_topic(&header.topic)?;
     let topic = super::send::topic_for_send(ctx, &header, false).await?;
     let queues = topic.write_queue_nums.max(topic.read_queue_nums).max(1);

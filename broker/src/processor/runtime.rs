@@ -14,9 +14,9 @@ use crate::store::clean::{DiskUsage, FsDiskUsage};
 
 /// The version this broker speaks and reports (Java's `MQVersion` ordinal
 /// and name of 4.9.8).
-pub const BROKER_VERSION: i32 = 409;
+pub(crate) const BROKER_VERSION: i32 = 409;
 /// [`BROKER_VERSION`]'s name.
-pub const BROKER_VERSION_DESC: &str = "V4_9_8";
+pub(crate) const BROKER_VERSION_DESC: &str = "V4_9_8";
 
 /// GET_BROKER_RUNTIME_INFO: the `KVTable` of Java's broker, with the keys
 /// mqadmin brokerStatus and clusterList print, from this broker's own state.
@@ -24,7 +24,7 @@ pub const BROKER_VERSION_DESC: &str = "V4_9_8";
 /// `pageCacheLockTimeMills` is how long the append holding the CommitLog
 /// put lock has held it; `putMessageFailedTimes` counts puts the store
 /// refused.
-pub async fn runtime_info(ctx: &Arc<BrokerContext>) -> Handled {
+pub(crate) async fn runtime_info(ctx: &Arc<BrokerContext>) -> Handled {
     let ctx = Arc::clone(ctx);
     let table = blocking(move || table(&ctx)).await??;
     json_success(&serde_json::json!({ "table": table }))
@@ -169,7 +169,7 @@ fn human(bytes: u64) -> String {
 /// at once and are kept for the next start; any other key refuses the
 /// whole update by name. A new `brokerPermission` reaches the NameServers
 /// at once (the topic table's version moves, as in Java).
-pub fn update_config(ctx: &BrokerContext, req: &RemotingCommand) -> Handled {
+pub(crate) fn update_config(ctx: &BrokerContext, req: &RemotingCommand) -> Handled {
     let text = String::from_utf8_lossy(req.body.as_deref().unwrap_or_default()).into_owned();
     let perm_changed = ctx
         .runtime

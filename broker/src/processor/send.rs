@@ -8,7 +8,7 @@ use rmq_common::constants::property;
 use rmq_common::message::batch::decode_batch;
 use rmq_common::message::{MessageToStore, Properties};
 use rmq_common::remoting::{
-    RemotingCommand, RequestCode, ResponseCode, SendMessageRequestHeader, SendMessageResponseHeader,
+    RemotingCommand, ResponseCode, SendMessageRequestHeader, SendMessageResponseHeader,
 };
 
 use super::{Handled, Refusal};
@@ -20,13 +20,15 @@ use crate::store::PutStatus;
 /// Spreads sends that let the broker choose the queue.
 static NEXT_QUEUE: AtomicU32 = AtomicU32::new(0);
 
-/// Handles a send request.
-pub async fn handle(
+/// SEND_MESSAGE, SEND_MESSAGE_V2 (`batch` false) and SEND_BATCH_MESSAGE
+/// (`batch` true); the body is `req`'s.
+pub(crate) async fn send(
     ctx: &Arc<BrokerContext>,
     conn: &Arc<Connection>,
     req: &RemotingCommand,
+    mut header: SendMessageRequestHeader,
+    batch: bool,
 ) -> Handled {
-    let mut header = SendMessageRequestHeader::from_ext(&req.ext())?;
     super::validate::send_topic(&header.topic)?;
     // A draining broker (brokerPermission without write) takes no sends;
     // Java refuses only ordered topics there, but its client sends the
@@ -91,7 +93,7 @@ pub async fn handle(
         properties.remove(property::DELAY_TIME_LEVEL);
     }
     let template = message_from(ctx, conn, &header, queue_id, properties, Vec::new());
-    let is_batch = header.batch || req.code == i32::from(RequestCode::SendBatchMessage);
+    let is_batch = header.batch || batch;
     let messages = if is_batch {
         let items = decode_batch(&body)
             .map_err(|e| Refusal::new(ResponseCode::MessageIllegal, e.to_string()))?;

@@ -10,7 +10,7 @@ use rmq_common::constants::{property, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_
 use rmq_common::message::encode_offset_msg_id;
 use rmq_common::message::record::RecordView;
 use rmq_common::names::validate_group;
-use rmq_common::remoting::{ConsumerSendMsgBackRequestHeader, RemotingCommand, ResponseCode};
+use rmq_common::remoting::{ConsumerSendMsgBackRequestHeader, ResponseCode};
 
 use super::{blocking, success, Handled, Refusal};
 use crate::context::BrokerContext;
@@ -18,11 +18,11 @@ use crate::context::BrokerContext;
 /// The delay level RocketMQ gives the first retry when the client leaves the
 /// choice to the broker (level 3 = 10 s with the default table); each
 /// further retry waits one level longer.
-pub const FIRST_RETRY_LEVEL: i32 = 3;
+pub(crate) const FIRST_RETRY_LEVEL: i32 = 3;
 
 /// Where a sent-back message goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SendBackTarget {
+pub(crate) enum SendBackTarget {
     /// `%RETRY%<group>` with this delay level.
     Retry {
         /// Delay level (before clamping to the table).
@@ -36,7 +36,7 @@ pub enum SendBackTarget {
 /// `max_reconsume_times` or when the client asks with a negative level;
 /// otherwise a retry at the client's level, or `3 + reconsume_times` when it
 /// sent 0.
-pub fn send_back_target(
+pub(crate) fn send_back_target(
     delay_level: i32,
     reconsume_times: i32,
     max_reconsume_times: i32,
@@ -55,9 +55,11 @@ pub fn send_back_target(
 /// Whose turn it is among a retry topic's queues.
 static NEXT_RETRY_QUEUE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
-/// Handles a send-back.
-pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
-    let h = ConsumerSendMsgBackRequestHeader::from_ext(&req.ext())?;
+/// CONSUMER_SEND_MSG_BACK.
+pub(crate) async fn send_back(
+    ctx: &Arc<BrokerContext>,
+    h: ConsumerSendMsgBackRequestHeader,
+) -> Handled {
     validate_group(&h.group).map_err(|e| {
         Refusal::new(
             ResponseCode::SubscriptionGroupNotExist,

@@ -10,45 +10,40 @@ use rmq_common::json::write::object_keyed_map;
 use rmq_common::remoting::body::{
     ConsumerConnection, MessageQueue, OffsetWrapper, TopicConfig, TopicOffset,
 };
-use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_common::remoting::header::{
+    ConsumeStatsRequestHeader, TopicConsumeByWhoRequestHeader, TopicStatsRequestHeader,
+};
+use rmq_common::remoting::ResponseCode;
 use serde::Serialize;
 
 use super::{blocking, json_success, success, Handled, Refusal};
 use crate::context::BrokerContext;
 
-/// Handles the statistics requests.
-pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {
-    let ctx2 = Arc::clone(ctx);
-    let ext = req.ext();
-    match code {
-        RequestCode::GetTopicStatsInfo => {
-            let topic = ext.req_str("topic")?.to_owned();
-            blocking(move || topic_stats(&ctx2, &topic)).await?
+/// GET_TOPIC_STATS_INFO.
+pub(crate) async fn topic_stats(ctx: &Arc<BrokerContext>, h: TopicStatsRequestHeader) -> Handled {
+    let ctx = Arc::clone(ctx);
+    blocking(move || topic_offsets(&ctx, &h.topic)).await?
+}
+
+/// GET_CONSUME_STATS.
+pub(crate) async fn consume_stats(
+    ctx: &Arc<BrokerContext>,
+    h: ConsumeStatsRequestHeader,
+) -> Handled {
+    let ctx = Arc::clone(ctx);
+    blocking(move || group_consume_stats(&ctx, &h.consumer_group, h.topic.as_deref())).await?
+}
+
+/// QUERY_TOPIC_CONSUME_BY_WHO.
+pub(crate) fn consumed_by(ctx: &BrokerContext, h: TopicConsumeByWhoRequestHeader) -> Handled {
+    let topic = h.topic.as_str();
+    let mut groups: BTreeSet<String> = ctx.offsets.groups_of_topic(topic).into_iter().collect();
+    for g in ctx.clients.consumer_groups() {
+        if matches!(ctx.clients.subscription(&g, topic), Some(Some(_))) {
+            groups.insert(g);
         }
-        RequestCode::GetConsumeStats => {
-            let group = ext.req_str("consumerGroup")?.to_owned();
-            let topic = ext
-                .get_str("topic")
-                .filter(|t| !t.is_empty())
-                .map(str::to_owned);
-            blocking(move || consume_stats(&ctx2, &group, topic.as_deref())).await?
-        }
-        RequestCode::QueryTopicConsumeByWho => {
-            let topic = ext.req_str("topic")?;
-            let mut groups: BTreeSet<String> =
-                ctx.offsets.groups_of_topic(topic).into_iter().collect();
-            for g in ctx.clients.consumer_groups() {
-                if matches!(ctx.clients.subscription(&g, topic), Some(Some(_))) {
-                    groups.insert(g);
-                }
-            }
-            json_success(&serde_json::json!({ "groupList": groups }))
-        }
-        _ => Err(Refusal::new(
-            ResponseCode::RequestCodeNotSupported,
-            "not a statistics request",
-        )),
     }
+    json_success(&serde_json::json!({ "groupList": groups }))
 }
 
 /// Queue `queue_id` of `topic` on this broker, as answers name it.
@@ -70,7 +65,7 @@ pub(crate) fn existing_topic(ctx: &BrokerContext, topic: &str) -> Result<TopicCo
     })
 }
 
-fn topic_stats(ctx: &BrokerContext, topic: &str) -> Handled {
+fn topic_offsets(ctx: &BrokerContext, topic: &str) -> Handled {
     let config = existing_topic(ctx, topic)?;
     let store = &ctx.store;
     let mut table = Vec::new();
@@ -96,7 +91,7 @@ fn topic_stats(ctx: &BrokerContext, topic: &str) -> Handled {
     keyed_body("offsetTable", table, None)
 }
 
-fn consume_stats(ctx: &BrokerContext, group: &str, topic: Option<&str>) -> Handled {
+fn group_consume_stats(ctx: &BrokerContext, group: &str, topic: Option<&str>) -> Handled {
     let topics: BTreeSet<String> = match topic {
         Some(t) => [t.to_owned()].into(),
         None => ctx

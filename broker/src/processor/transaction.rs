@@ -3,15 +3,14 @@
 
 use std::sync::Arc;
 
-use rmq_common::remoting::{EndTransactionRequestHeader, RemotingCommand, ResponseCode};
+use rmq_common::remoting::{EndTransactionRequestHeader, ResponseCode};
 
 use super::{blocking, success, Handled, Refusal};
 use crate::context::BrokerContext;
 use crate::service::transaction::{EndError, EndOutcome};
 
-/// Handles END_TRANSACTION.
-pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
-    let h = EndTransactionRequestHeader::from_ext(&req.ext())?;
+/// END_TRANSACTION.
+pub(crate) async fn end(ctx: &Arc<BrokerContext>, h: EndTransactionRequestHeader) -> Handled {
     let (tx, host) = (Arc::clone(&ctx.transactions), ctx.store_host);
     let header = h.clone();
     match blocking(move || tx.end(&header, host)).await? {
