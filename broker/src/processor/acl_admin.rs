@@ -16,13 +16,13 @@ use rmq_common::remoting::header::{
 use rmq_common::remoting::{HeaderError, ResponseCode};
 use serde_yaml::Value;
 
+use super::parts::AclAdmin;
 use super::{blocking, json_success, success, Handled, Refusal};
 use crate::acl::edit::{version_of, AccountUpdate};
 use crate::acl::Acl;
-use crate::context::BrokerContext;
 
-fn acl(ctx: &BrokerContext, failed: ResponseCode) -> Result<Arc<Acl>, Refusal> {
-    ctx.acl.clone().ok_or_else(|| {
+fn acl(acl_admin: &AclAdmin, failed: ResponseCode) -> Result<Arc<Acl>, Refusal> {
+    acl_admin.acl.clone().ok_or_else(|| {
         Refusal::new(
             failed,
             "ACL is not enabled on this broker (aclEnable=false)",
@@ -47,9 +47,9 @@ fn list(v: Option<&str>) -> Option<Vec<String>> {
 }
 
 /// UPDATE_AND_CREATE_ACL_CONFIG.
-pub(crate) async fn update(ctx: &Arc<BrokerContext>, h: UpdateAclRequestHeader) -> Handled {
+pub(crate) async fn update(acl_admin: &Arc<AclAdmin>, h: UpdateAclRequestHeader) -> Handled {
     const FAILED: ResponseCode = ResponseCode::UpdateAndCreateAclConfigFailed;
-    let acl = acl(ctx, FAILED)?;
+    let acl = acl(acl_admin, FAILED)?;
     let access_key = access_key(h.access_key.clone())?;
     let admin = h.admin()?.unwrap_or(false);
     let u = AccountUpdate {
@@ -75,9 +75,9 @@ pub(crate) async fn update(ctx: &Arc<BrokerContext>, h: UpdateAclRequestHeader) 
 }
 
 /// DELETE_ACL_CONFIG.
-pub(crate) async fn delete(ctx: &Arc<BrokerContext>, h: DeleteAclRequestHeader) -> Handled {
+pub(crate) async fn delete(acl_admin: &Arc<AclAdmin>, h: DeleteAclRequestHeader) -> Handled {
     const FAILED: ResponseCode = ResponseCode::DeleteAclConfigFailed;
-    let acl = acl(ctx, FAILED)?;
+    let acl = acl(acl_admin, FAILED)?;
     let ak = access_key(h.access_key)?;
     let key = ak.clone();
     let deleted = blocking(move || acl.delete_account(&key)).await?;
@@ -99,11 +99,11 @@ pub(crate) async fn delete(ctx: &Arc<BrokerContext>, h: DeleteAclRequestHeader) 
 /// UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (`aclFileFullPath`, if given, must be
 /// this broker's ACL file).
 pub(crate) async fn global_white(
-    ctx: &Arc<BrokerContext>,
+    acl_admin: &Arc<AclAdmin>,
     h: GlobalWhiteAddrsRequestHeader,
 ) -> Handled {
     const FAILED: ResponseCode = ResponseCode::UpdateGlobalWhiteAddrsConfigFailed;
-    let acl = acl(ctx, FAILED)?;
+    let acl = acl(acl_admin, FAILED)?;
     // Empty clears the list (a required field would refuse it as missing).
     let raw = h.global_white_addrs.as_deref().ok_or_else(|| {
         Refusal::new(
@@ -137,8 +137,8 @@ pub(crate) async fn global_white(
 
 /// GET_BROKER_CLUSTER_ACL_INFO: the file's data version, in the response
 /// header as RocketMQ's GetBrokerAclConfigResponseHeader.
-pub(crate) async fn info(ctx: &Arc<BrokerContext>) -> Handled {
-    let acl = acl(ctx, ResponseCode::SystemError)?;
+pub(crate) async fn info(acl_admin: &Arc<AclAdmin>) -> Handled {
+    let acl = acl(acl_admin, ResponseCode::SystemError)?;
     let doc = {
         let acl = Arc::clone(&acl);
         blocking(move || acl.document()).await?
@@ -148,20 +148,19 @@ pub(crate) async fn info(ctx: &Arc<BrokerContext>) -> Handled {
     let version = serde_json::to_string(&v).unwrap_or_default();
     let all = serde_json::to_string(&BTreeMap::from([(acl.file().display().to_string(), v)]))
         .unwrap_or_default();
-    let b = &ctx.settings.broker;
     let mut resp = success();
     resp.put_ext("version", version);
     resp.put_ext("allAclFileVersion", all);
-    resp.put_ext("brokerName", &b.broker_name);
-    resp.put_ext("brokerAddr", ctx.store_host);
-    resp.put_ext("clusterName", &b.broker_cluster_name);
+    resp.put_ext("brokerName", &acl_admin.broker_name);
+    resp.put_ext("brokerAddr", acl_admin.store_host);
+    resp.put_ext("clusterName", &acl_admin.cluster_name);
     Ok(resp)
 }
 
 /// GET_BROKER_CLUSTER_ACL_CONFIG: the white list and every account, secrets
 /// included, as RocketMQ answers it (admin accounts only, here).
-pub(crate) async fn config(ctx: &Arc<BrokerContext>) -> Handled {
-    let acl = acl(ctx, ResponseCode::SystemError)?;
+pub(crate) async fn config(acl_admin: &Arc<AclAdmin>) -> Handled {
+    let acl = acl(acl_admin, ResponseCode::SystemError)?;
     let doc = blocking(move || acl.document())
         .await?
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e))?;

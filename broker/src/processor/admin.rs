@@ -10,14 +10,14 @@ use rmq_common::remoting::header::{
 };
 use rmq_common::remoting::{RemotingCommand, ResponseCode};
 
+use super::parts::Admin;
 use super::{blocking, json_success, success, validate, Handled, Refusal};
-use crate::context::BrokerContext;
 use rmq_common::remoting::body::{CreateTopicList, TopicConfig, PERM_READ, PERM_WRITE};
 
 /// DELETE_EXPIRED_COMMITLOG: one clean pass now (expired segments go
 /// whatever the hour); the body is the pass's report as JSON.
-pub(crate) async fn delete_expired(ctx: &Arc<BrokerContext>) -> Handled {
-    let store = Arc::clone(&ctx.store);
+pub(crate) async fn delete_expired(admin: &Arc<Admin>) -> Handled {
+    let store = Arc::clone(&admin.store);
     let report = tokio::task::spawn_blocking(move || {
         store.clean_pass(crate::store::clean::CleanTrigger::Operator)
     })
@@ -49,8 +49,8 @@ const BROKER_TOPICS: [&str; 5] = [
 
 /// GET_SYSTEM_TOPIC_LIST_FROM_BROKER: RocketMQ's system topics, the
 /// cluster and broker names, and the cluster's reply topic.
-pub(crate) fn system_topics(ctx: &BrokerContext) -> Handled {
-    let b = &ctx.settings.broker;
+pub(crate) fn system_topics(admin: &Admin) -> Handled {
+    let b = &admin.settings.broker;
     let mut list: Vec<String> = rmq_common::names::SYSTEM_TOPICS
         .iter()
         .map(|t| (*t).to_owned())
@@ -63,15 +63,16 @@ pub(crate) fn system_topics(ctx: &BrokerContext) -> Handled {
 
 /// CLEAN_UNUSED_TOPIC: the consume queues of topics no longer in the
 /// table go (their CommitLog records stay until retention).
-pub(crate) async fn clean_unused_topic(ctx: &Arc<BrokerContext>) -> Handled {
-    let ctx2 = Arc::clone(ctx);
+pub(crate) async fn clean_unused_topic(admin: &Arc<Admin>) -> Handled {
+    let admin2 = Arc::clone(admin);
     let gone = blocking(move || {
-        ctx2.store
-            .clean_unused_topics(|t| BROKER_TOPICS.contains(&t) || ctx2.topics.get(t).is_some())
+        admin2
+            .store
+            .clean_unused_topics(|t| BROKER_TOPICS.contains(&t) || admin2.topics.get(t).is_some())
     })
     .await??;
     for topic in &gone {
-        ctx.items.remove_topic(topic);
+        admin.items.remove_topic(topic);
     }
     tracing::info!(?gone, "unused topics' consume queues removed");
     Ok(success())
@@ -81,7 +82,7 @@ pub(crate) async fn clean_unused_topic(ctx: &Arc<BrokerContext>) -> Handled {
 /// appended to the half topic with its check count at 0, so the check
 /// service asks its producer again from the start.
 pub(crate) async fn resume_check_half(
-    ctx: &Arc<BrokerContext>,
+    admin: &Arc<Admin>,
     h: ResumeCheckHalfRequestHeader,
 ) -> Handled {
     use rmq_common::constants::property;
@@ -96,8 +97,8 @@ pub(crate) async fn resume_check_half(
     };
     let (_, offset) = rmq_common::message::msg_id::decode_offset_msg_id(&msg_id)
         .map_err(|e| failed(format!("msgId {msg_id:?}: {e}")))?;
-    let store = Arc::clone(&ctx.store);
-    let store_host = ctx.store_host;
+    let store = Arc::clone(&admin.store);
+    let store_host = admin.store_host;
     blocking(move || -> Result<(), Refusal> {
         let record = store
             .record_at(offset)
@@ -129,31 +130,32 @@ pub(crate) async fn resume_check_half(
 /// NameServers' routes of this broker: the registrar sends them
 /// DELETE_TOPIC_IN_NAMESRV naming it), its consume queues are
 /// removed on either backend, and every group's offsets of it are dropped.
-pub(crate) async fn delete_topic(ctx: &Arc<BrokerContext>, h: DeleteTopicRequestHeader) -> Handled {
+pub(crate) async fn delete_topic(admin: &Arc<Admin>, h: DeleteTopicRequestHeader) -> Handled {
     let topic = h.topic;
     validate::managed_topic(&topic)?;
-    let ctx2 = Arc::clone(ctx);
+    let admin2 = Arc::clone(admin);
     let t = topic.clone();
     blocking(move || -> Result<(), Refusal> {
-        ctx2.topics.delete(&t)?;
-        ctx2.store.delete_topic(&t)?;
-        ctx2.offsets.remove_topic(&t);
-        ctx2.items.remove_topic(&t);
+        admin2.topics.delete(&t)?;
+        admin2.store.delete_topic(&t)?;
+        admin2.offsets.remove_topic(&t);
+        admin2.items.remove_topic(&t);
         Ok(())
     })
     .await??;
-    ctx.topics_changed.notify_one();
+    admin.topics_changed.notify_one();
     tracing::info!(topic, "topic deleted");
     Ok(success())
 }
 
 /// CLEAN_EXPIRED_CONSUMEQUEUE: consume queues of topics no longer in the
 /// table go, and min offsets follow the CommitLog's.
-pub(crate) async fn clean_expired_cq(ctx: &Arc<BrokerContext>) -> Handled {
-    let ctx2 = Arc::clone(ctx);
+pub(crate) async fn clean_expired_cq(admin: &Arc<Admin>) -> Handled {
+    let admin2 = Arc::clone(admin);
     let gone = blocking(move || {
-        ctx2.store
-            .clean_unused_topics(|t| BROKER_TOPICS.contains(&t) || ctx2.topics.get(t).is_some())
+        admin2
+            .store
+            .clean_unused_topics(|t| BROKER_TOPICS.contains(&t) || admin2.topics.get(t).is_some())
     })
     .await??;
     tracing::info!(?gone, "expired consume queues cleaned");
@@ -162,13 +164,13 @@ pub(crate) async fn clean_expired_cq(ctx: &Arc<BrokerContext>) -> Handled {
 
 /// UPDATE_AND_CREATE_TOPIC. A create waits until the table is on disk, off
 /// the async workers.
-pub(crate) async fn create_topic(ctx: &Arc<BrokerContext>, h: CreateTopicRequestHeader) -> Handled {
+pub(crate) async fn create_topic(admin: &Arc<Admin>, h: CreateTopicRequestHeader) -> Handled {
     let name = h.topic;
     validate::managed_topic(&name)?;
     let read = validate::queue_nums(
         "readQueueNums",
         h.read_queue_nums
-            .unwrap_or(ctx.settings.broker.default_topic_queue_nums),
+            .unwrap_or(admin.settings.broker.default_topic_queue_nums),
     )?;
     let write = validate::queue_nums("writeQueueNums", h.write_queue_nums.unwrap_or(read))?;
     let config = TopicConfig {
@@ -182,17 +184,17 @@ pub(crate) async fn create_topic(ctx: &Arc<BrokerContext>, h: CreateTopicRequest
         topic_sys_flag: h.topic_sys_flag.unwrap_or(0),
         order: h.order.unwrap_or(false),
     };
-    let topics = Arc::clone(&ctx.topics);
+    let topics = Arc::clone(&admin.topics);
     blocking(move || topics.upsert(config))
         .await?
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
     tracing::info!(topic = name, read, write, "topic created or updated");
-    ctx.topics_changed.notify_one();
+    admin.topics_changed.notify_one();
     Ok(success())
 }
 
 /// UPDATE_AND_CREATE_TOPIC_LIST: all or nothing.
-pub(crate) async fn create_topics(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+pub(crate) async fn create_topics(admin: &Arc<Admin>, req: &RemotingCommand) -> Handled {
     let list: CreateTopicList =
         rmq_common::json::from_slice(req.body.as_deref().unwrap_or_default()).map_err(|e| {
             Refusal::new(
@@ -207,27 +209,27 @@ pub(crate) async fn create_topics(ctx: &Arc<BrokerContext>, req: &RemotingComman
         validate::perm(t.perm)?;
     }
     let count = list.topic_config_list.len();
-    let topics = Arc::clone(&ctx.topics);
+    let topics = Arc::clone(&admin.topics);
     blocking(move || topics.upsert_many(list.topic_config_list))
         .await?
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
     tracing::info!(count, "topics created or updated from a list");
-    ctx.topics_changed.notify_one();
+    admin.topics_changed.notify_one();
     Ok(success())
 }
 
 /// GET_ALL_TOPIC_CONFIG.
-pub(crate) fn all_topics(ctx: &BrokerContext) -> Handled {
-    json_success(&ctx.topics.table())
+pub(crate) fn all_topics(admin: &Admin) -> Handled {
+    json_success(&admin.topics.table())
 }
 
 /// GET_BROKER_CONFIG: as RocketMQ, the settings as `key=value` lines, with
 /// what UPDATE_BROKER_CONFIG changed since the start.
-pub(crate) fn broker_config(ctx: &BrokerContext) -> Handled {
+pub(crate) fn broker_config(admin: &Admin) -> Handled {
     let mut lines = std::collections::BTreeMap::new();
     for value in [
-        serde_json::to_value(&ctx.settings.broker),
-        serde_json::to_value(&ctx.settings.store),
+        serde_json::to_value(&admin.settings.broker),
+        serde_json::to_value(&admin.settings.store),
     ] {
         let value = value.map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
         if let serde_json::Value::Object(map) = value {
@@ -241,7 +243,8 @@ pub(crate) fn broker_config(ctx: &BrokerContext) -> Handled {
         }
     }
     lines.extend(
-        ctx.runtime
+        admin
+            .runtime
             .pairs()
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v)),
@@ -249,11 +252,12 @@ pub(crate) fn broker_config(ctx: &BrokerContext) -> Handled {
     // The backends in use, which a runtime flip may have changed.
     lines.insert(
         "consumeQueueStore".into(),
-        ctx.store.serving_backend().to_string(),
+        admin.store.serving_backend().to_string(),
     );
     lines.insert(
         "shadowConsumeQueueStore".into(),
-        ctx.store
+        admin
+            .store
             .shadow_consume_queue()
             .map_or(String::new(), |c| c.backend().to_string()),
     );

@@ -12,8 +12,8 @@ use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 use super::{success, Handled, Refusal};
 use rmq_common::remoting::body::{CheckClientBody, HeartbeatData};
 
-use crate::clients::GroupChange;
-use crate::context::BrokerContext;
+use super::parts::ClientTable;
+use crate::clients::{ClientManager, GroupChange};
 use crate::remoting::Connection;
 
 /// Every group and subscribed topic a heartbeat names follows the naming
@@ -42,26 +42,26 @@ fn check_names(hb: &HeartbeatData) -> Result<(), Refusal> {
 
 /// UNREGISTER_CLIENT.
 pub(crate) fn unregister(
-    ctx: &BrokerContext,
+    table: &ClientTable,
     conn: &Connection,
     h: UnregisterClientRequestHeader,
 ) -> Handled {
-    let change = ctx.clients.unregister(
+    let change = table.clients.unregister(
         conn.id,
         h.producer_group.as_deref(),
         h.consumer_group.as_deref(),
     );
-    notify_group_changes(ctx, &change);
+    notify_group_changes(&table.clients, &change);
     Ok(success())
 }
 
 /// GET_CONSUMER_LIST_BY_GROUP.
 pub(crate) fn consumer_list(
-    ctx: &BrokerContext,
+    table: &ClientTable,
     h: GetConsumerListByGroupRequestHeader,
 ) -> Handled {
     let group = h.consumer_group;
-    let ids = ctx.clients.consumer_ids(&group);
+    let ids = table.clients.consumer_ids(&group);
     if ids.is_empty() {
         return Err(Refusal::new(
             ResponseCode::SystemError,
@@ -75,7 +75,7 @@ pub(crate) fn consumer_list(
 /// CHECK_CLIENT_CONFIG: Java's push consumer asks before it starts whether
 /// this broker can serve its subscription (SQL92 needs
 /// enablePropertyFilter).
-pub(crate) fn check_config(ctx: &BrokerContext, req: &RemotingCommand) -> Handled {
+pub(crate) fn check_config(table: &ClientTable, req: &RemotingCommand) -> Handled {
     let body: CheckClientBody =
         rmq_common::json::from_slice(req.body.as_deref().unwrap_or_default()).map_err(|e| {
             Refusal::new(
@@ -84,7 +84,11 @@ pub(crate) fn check_config(ctx: &BrokerContext, req: &RemotingCommand) -> Handle
             )
         })?;
     if let Some(sub) = body.subscription_data {
-        super::pull::build_filter(ctx, sub.expression_type.as_deref(), &sub.sub_string)?;
+        super::pull::build_filter(
+            table.enable_property_filter,
+            sub.expression_type.as_deref(),
+            &sub.sub_string,
+        )?;
     }
     Ok(success())
 }
@@ -104,7 +108,7 @@ pub(crate) const HEARTBEAT_INLINE_BYTES: usize = 16 * 1024;
 /// with the defaults on first sight, unless autoCreateSubscriptionGroup is
 /// off).
 pub(crate) fn heartbeat(
-    ctx: &Arc<BrokerContext>,
+    table: &Arc<ClientTable>,
     conn: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> Handled {
@@ -117,10 +121,10 @@ pub(crate) fn heartbeat(
     })?;
     check_names(&hb)?;
     let names = hb.consumer_data_set.iter().map(|c| c.group_name.as_str());
-    let configs = if ctx.settings.broker.auto_create_subscription_group {
-        ctx.groups.get_or_create(names)
+    let configs = if table.auto_create_subscription_group {
+        table.groups.get_or_create(names)
     } else {
-        names.filter_map(|g| ctx.groups.get(g)).collect()
+        names.filter_map(|g| table.groups.get(g)).collect()
     };
     // One pass per distinct retry queue count (usually one).
     let mut retry: std::collections::BTreeMap<i32, Vec<String>> = Default::default();
@@ -132,20 +136,22 @@ pub(crate) fn heartbeat(
     }
     let created: usize = retry
         .into_iter()
-        .map(|(queues, topics)| ctx.topics.create_missing(topics, queues))
+        .map(|(queues, topics)| table.topics.create_missing(topics, queues))
         .sum();
     if created > 0 {
-        ctx.topics_changed.notify_one();
+        table.topics_changed.notify_one();
     }
-    let change = ctx.clients.heartbeat(conn, &hb, req.language, req.version);
-    notify_group_changes(ctx, &change);
+    let change = table
+        .clients
+        .heartbeat(conn, &hb, req.language, req.version);
+    notify_group_changes(&table.clients, &change);
     Ok(success())
 }
 
 /// Tells each member of a changed consumer group to rebalance.
-pub(crate) fn notify_group_changes(ctx: &BrokerContext, change: &GroupChange) {
+pub(crate) fn notify_group_changes(clients: &ClientManager, change: &GroupChange) {
     for group in &change.groups {
-        for conn in ctx.clients.consumer_connections(group) {
+        for conn in clients.consumer_connections(group) {
             let mut cmd = RemotingCommand::request(RequestCode::NotifyConsumerIdsChanged);
             cmd.put_ext("consumerGroup", group);
             cmd.mark_oneway();

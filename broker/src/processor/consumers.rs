@@ -17,9 +17,9 @@ use rmq_common::remoting::header::{
 };
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 
+use super::parts::Consumption;
 use super::{blocking, success, Handled, Refusal};
 use crate::clients::CallError;
-use crate::context::BrokerContext;
 
 /// How long a member has to report its offsets (Java: 5 s).
 const STATUS_TIMEOUT: Duration = Duration::from_secs(5);
@@ -30,7 +30,7 @@ const CONSUME_MSG_TIMEOUT: i32 = 207;
 
 /// GET_CONSUMER_RUNNING_INFO: forwarded with the caller's body.
 pub(crate) async fn running_info(
-    ctx: &Arc<BrokerContext>,
+    cons: &Arc<Consumption>,
     req: &RemotingCommand,
     h: ConsumerRunningInfoRequestHeader,
 ) -> Handled {
@@ -40,32 +40,32 @@ pub(crate) async fn running_info(
         group: &h.consumer_group,
         client_id: h.client_id.as_deref().unwrap_or_default(),
     };
-    forward(ctx, to, req, req.body.clone()).await
+    forward(cons, to, req, req.body.clone()).await
 }
 
 /// CONSUME_MESSAGE_DIRECTLY: forwarded with the stored message as body.
 pub(crate) async fn consume_directly(
-    ctx: &Arc<BrokerContext>,
+    cons: &Arc<Consumption>,
     req: &RemotingCommand,
     h: ConsumeMessageDirectlyRequestHeader,
 ) -> Handled {
-    let body = stored_message(ctx, &h.msg_id).await?;
+    let body = stored_message(cons, &h.msg_id).await?;
     let to = Forward {
         code: RequestCode::ConsumeMessageDirectly,
         with_broker_name: true,
         group: &h.consumer_group,
         client_id: h.client_id.as_deref().unwrap_or_default(),
     };
-    forward(ctx, to, req, Some(body.into())).await
+    forward(cons, to, req, Some(body.into())).await
 }
 
 /// Java's `Broker2Client.getConsumeStatus`: asks every member (or only the
 /// one whose client id is `clientAddr`) for its offsets of `topic`; a
 /// member that does not answer is left out.
-pub(crate) async fn status(ctx: &Arc<BrokerContext>, h: ConsumerStatusRequestHeader) -> Handled {
+pub(crate) async fn status(cons: &Arc<Consumption>, h: ConsumerStatusRequestHeader) -> Handled {
     let (topic, group) = (h.topic.as_str(), h.group.as_str());
     let only = h.client_addr.as_deref();
-    let members = ctx.clients.consumer_members(group);
+    let members = cons.clients.consumer_members(group);
     if members.is_empty() {
         return Err(Refusal::new(
             ResponseCode::SystemError,
@@ -80,7 +80,7 @@ pub(crate) async fn status(ctx: &Arc<BrokerContext>, h: ConsumerStatusRequestHea
         let mut ask = RemotingCommand::request(RequestCode::GetConsumerStatusFromClient);
         ask.put_ext("topic", topic);
         ask.put_ext("group", group);
-        match ctx.calls.call(&conn, ask, STATUS_TIMEOUT).await {
+        match cons.calls.call(&conn, ask, STATUS_TIMEOUT).await {
             Ok(answer) if answer.code == ResponseCode::Success.code() => {
                 match status_queues(answer.body.as_deref().unwrap_or_default()) {
                     Some(queues) => table.push((client_id.clone(), queues)),
@@ -132,7 +132,7 @@ fn status_queues(body: &[u8]) -> Option<String> {
 
 /// The stored record CONSUME_MESSAGE_DIRECTLY hands the client: the
 /// message its offset message id names.
-async fn stored_message(ctx: &Arc<BrokerContext>, msg_id: &str) -> Result<Vec<u8>, Refusal> {
+async fn stored_message(cons: &Arc<Consumption>, msg_id: &str) -> Result<Vec<u8>, Refusal> {
     let msg_id = msg_id.to_owned();
     let (_, offset) = decode_offset_msg_id(&msg_id).map_err(|e| {
         Refusal::new(
@@ -140,7 +140,7 @@ async fn stored_message(ctx: &Arc<BrokerContext>, msg_id: &str) -> Result<Vec<u8
             format!("msgId {msg_id:?} is not an offset message id: {e}"),
         )
     })?;
-    let store = Arc::clone(&ctx.store);
+    let store = Arc::clone(&cons.store);
     blocking(move || store.record_at(offset).map(|s| s.bytes().to_vec()))
         .await?
         .ok_or_else(|| {
@@ -166,7 +166,7 @@ struct Forward<'a> {
 /// Java's `callConsumer`: the request goes to the client `clientId` of
 /// `consumerGroup` with the caller's fields; its answer comes back whole.
 async fn forward(
-    ctx: &Arc<BrokerContext>,
+    cons: &Arc<Consumption>,
     to: Forward<'_>,
     req: &RemotingCommand,
     body: Option<bytes::Bytes>,
@@ -177,7 +177,7 @@ async fn forward(
         group,
         client_id,
     } = to;
-    let conn = ctx
+    let conn = cons
         .clients
         .consumer_members(group)
         .into_iter()
@@ -192,10 +192,10 @@ async fn forward(
     let mut ask = RemotingCommand::request(code);
     ask.ext_fields.clone_from(&req.ext_fields);
     if with_broker_name {
-        ask.put_ext("brokerName", ctx.settings.broker.broker_name.clone());
+        ask.put_ext("brokerName", cons.broker_name.clone());
     }
     ask.body = body;
-    match ctx.calls.call(&conn, ask, FORWARD_TIMEOUT).await {
+    match cons.calls.call(&conn, ask, FORWARD_TIMEOUT).await {
         Ok(answer) => {
             let mut out = RemotingCommand::response(
                 ResponseCode::from_i32(answer.code).unwrap_or(ResponseCode::SystemError),

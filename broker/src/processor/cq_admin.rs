@@ -10,8 +10,7 @@ use rmq_common::remoting::ResponseCode;
 use serde::Serialize;
 
 use super::{blocking, json_success, Handled, Refusal};
-use crate::context::BrokerContext;
-use crate::store::{BackendStatus, CqAdminError, VerifyError, VerifyOptions};
+use crate::store::{BackendStatus, CqAdminError, MessageStore, VerifyError, VerifyOptions};
 
 /// One backend in a status answer.
 #[derive(Debug, Serialize)]
@@ -45,17 +44,17 @@ impl From<BackendStatus> for StatusRow {
 }
 
 /// The backends' status rows.
-fn status_rows(ctx: &BrokerContext) -> Vec<StatusRow> {
-    ctx.store.cq_status().into_iter().map(Into::into).collect()
+fn status_rows(store: &MessageStore) -> Vec<StatusRow> {
+    store.cq_status().into_iter().map(Into::into).collect()
 }
 
 /// RMQ_CQ_STATUS.
-pub(crate) fn status(ctx: &BrokerContext) -> Handled {
-    json_success(&status_rows(ctx))
+pub(crate) fn status(store: &MessageStore) -> Handled {
+    json_success(&status_rows(store))
 }
 
 /// RMQ_CQ_VERIFY.
-pub(crate) async fn verify(ctx: &Arc<BrokerContext>, h: CqVerifyRequestHeader) -> Handled {
+pub(crate) async fn verify(store: &Arc<MessageStore>, h: CqVerifyRequestHeader) -> Handled {
     let every = h.every.unwrap_or(1);
     if every < 1 {
         return Err(Refusal::new(
@@ -68,7 +67,7 @@ pub(crate) async fn verify(ctx: &Arc<BrokerContext>, h: CqVerifyRequestHeader) -
         every: every as u64,
         max_differences: max_differences as usize,
     };
-    let store = Arc::clone(&ctx.store);
+    let store = Arc::clone(store);
     let report = blocking(move || store.verify_consume_queues(opts))
         .await?
         .map_err(|e| match e {
@@ -81,28 +80,26 @@ pub(crate) async fn verify(ctx: &Arc<BrokerContext>, h: CqVerifyRequestHeader) -
 }
 
 /// RMQ_CQ_ADD_SHADOW.
-pub(crate) async fn add_shadow(ctx: &Arc<BrokerContext>, h: CqBackendRequestHeader) -> Handled {
+pub(crate) async fn add_shadow(store: &Arc<MessageStore>, h: CqBackendRequestHeader) -> Handled {
     let backend = backend_field(&h.backend)?;
-    let store = Arc::clone(&ctx.store);
-    blocking(move || store.add_shadow(backend))
+    let s = Arc::clone(store);
+    blocking(move || s.add_shadow(backend))
         .await?
         .map_err(refusal)?;
-    json_success(&status_rows(ctx))
+    json_success(&status_rows(store))
 }
 
 /// RMQ_CQ_SERVE.
-pub(crate) async fn serve(ctx: &Arc<BrokerContext>, h: CqBackendRequestHeader) -> Handled {
+pub(crate) async fn serve(store: &Arc<MessageStore>, h: CqBackendRequestHeader) -> Handled {
     let backend = backend_field(&h.backend)?;
-    let store = Arc::clone(&ctx.store);
-    blocking(move || store.serve(backend))
-        .await?
-        .map_err(refusal)?;
-    json_success(&status_rows(ctx))
+    let s = Arc::clone(store);
+    blocking(move || s.serve(backend)).await?.map_err(refusal)?;
+    json_success(&status_rows(store))
 }
 
 /// RMQ_CQ_DROP_SHADOW.
-pub(crate) async fn drop_shadow(ctx: &Arc<BrokerContext>) -> Handled {
-    let store = Arc::clone(&ctx.store);
+pub(crate) async fn drop_shadow(store: &Arc<MessageStore>) -> Handled {
+    let store = Arc::clone(store);
     let dropped = blocking(move || store.drop_shadow())
         .await?
         .map_err(refusal)?;

@@ -16,9 +16,9 @@ use rmq_common::remoting::header::{
 };
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 
+use super::parts::Consumption;
 use super::stats::{keyed_body, queue};
 use super::{blocking, json_success, success, Handled, Refusal};
-use crate::context::BrokerContext;
 use rmq_common::remoting::body::{SubscriptionGroupConfig, SubscriptionGroupList};
 
 /// A group config as an admin sent it, checked.
@@ -32,7 +32,7 @@ fn checked_group(config: &SubscriptionGroupConfig) -> Result<(), Refusal> {
 }
 
 /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP.
-pub(crate) async fn create(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+pub(crate) async fn create(cons: &Arc<Consumption>, req: &RemotingCommand) -> Handled {
     let config: SubscriptionGroupConfig =
         rmq_common::json::from_slice(req.body.as_deref().unwrap_or_default()).map_err(|e| {
             Refusal::new(
@@ -42,7 +42,7 @@ pub(crate) async fn create(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> H
         })?;
     checked_group(&config)?;
     let name = config.group_name.clone();
-    let groups = Arc::clone(&ctx.groups);
+    let groups = Arc::clone(&cons.groups);
     blocking(move || groups.upsert(config)).await??;
     tracing::info!(group = name, "subscription group created or updated");
     Ok(success())
@@ -50,7 +50,7 @@ pub(crate) async fn create(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> H
 
 /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST: all or nothing, one bad group
 /// and none is applied.
-pub(crate) async fn create_list(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+pub(crate) async fn create_list(cons: &Arc<Consumption>, req: &RemotingCommand) -> Handled {
     let list: SubscriptionGroupList =
         rmq_common::json::from_slice(req.body.as_deref().unwrap_or_default()).map_err(|e| {
             Refusal::new(
@@ -64,7 +64,7 @@ pub(crate) async fn create_list(ctx: &Arc<BrokerContext>, req: &RemotingCommand)
         checked_group(config)?;
     }
     let count = list.group_config_list.len();
-    let groups = Arc::clone(&ctx.groups);
+    let groups = Arc::clone(&cons.groups);
     blocking(move || groups.upsert_many(list.group_config_list)).await??;
     tracing::info!(
         count,
@@ -75,14 +75,14 @@ pub(crate) async fn create_list(ctx: &Arc<BrokerContext>, req: &RemotingCommand)
 
 /// DELETE_SUBSCRIPTIONGROUP. Java deletes a group that does not exist
 /// without complaint.
-pub(crate) async fn delete(ctx: &Arc<BrokerContext>, h: DeleteGroupRequestHeader) -> Handled {
+pub(crate) async fn delete(cons: &Arc<Consumption>, h: DeleteGroupRequestHeader) -> Handled {
     let group = h.group_name;
     let remove_offset = h.remove_offset.unwrap_or(false);
-    let groups = Arc::clone(&ctx.groups);
+    let groups = Arc::clone(&cons.groups);
     let g = group.clone();
     blocking(move || groups.delete(&g)).await??;
     if remove_offset {
-        ctx.offsets.remove_group(&group);
+        cons.offsets.remove_group(&group);
     }
     tracing::info!(group, remove_offset, "subscription group deleted");
     Ok(success())
@@ -90,11 +90,11 @@ pub(crate) async fn delete(ctx: &Arc<BrokerContext>, h: DeleteGroupRequestHeader
 
 /// GET_CONSUMER_CONNECTION_LIST.
 pub(crate) fn consumer_connections(
-    ctx: &BrokerContext,
+    cons: &Consumption,
     h: ConsumerConnectionRequestHeader,
 ) -> Handled {
     let group = h.consumer_group;
-    let conn = ctx.clients.consumer_connection(&group).ok_or_else(|| {
+    let conn = cons.clients.consumer_connection(&group).ok_or_else(|| {
         Refusal::new(
             ResponseCode::ConsumerNotOnline,
             format!("the consumer group[{group}] not online"),
@@ -105,11 +105,11 @@ pub(crate) fn consumer_connections(
 
 /// GET_PRODUCER_CONNECTION_LIST.
 pub(crate) fn producer_connections(
-    ctx: &BrokerContext,
+    cons: &Consumption,
     h: ProducerConnectionRequestHeader,
 ) -> Handled {
     let group = h.producer_group;
-    let set = ctx.clients.producer_connection(&group);
+    let set = cons.clients.producer_connection(&group);
     if set.is_empty() {
         return Err(Refusal::new(
             ResponseCode::SystemError,
@@ -120,40 +120,40 @@ pub(crate) fn producer_connections(
 }
 
 /// INVOKE_BROKER_TO_RESET_OFFSET.
-pub(crate) async fn reset_offset(ctx: &Arc<BrokerContext>, h: ResetOffsetRequestHeader) -> Handled {
+pub(crate) async fn reset_offset(cons: &Arc<Consumption>, h: ResetOffsetRequestHeader) -> Handled {
     let force = h.is_force.unwrap_or(true);
-    let ctx2 = Arc::clone(ctx);
-    blocking(move || reset_offsets(&ctx2, &h.topic, &h.group, h.timestamp, force)).await?
+    let cons2 = Arc::clone(cons);
+    blocking(move || reset_offsets(&cons2, &h.topic, &h.group, h.timestamp, force)).await?
 }
 
 /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG.
-pub(crate) fn all(ctx: &BrokerContext) -> Handled {
+pub(crate) fn all(cons: &Consumption) -> Handled {
     Ok(success().with_body(
-        ctx.groups
+        cons.groups
             .wrapper_json()
             .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?,
     ))
 }
 
 /// GET_ALL_PRODUCER_INFO.
-pub(crate) fn producers(ctx: &BrokerContext) -> Handled {
-    json_success(&serde_json::json!({ "data": ctx.clients.producer_table() }))
+pub(crate) fn producers(cons: &Consumption) -> Handled {
+    json_success(&serde_json::json!({ "data": cons.clients.producer_table() }))
 }
 
 /// CLONE_GROUP_OFFSET.
-pub(crate) fn clone_offset(ctx: &BrokerContext, h: CloneGroupOffsetRequestHeader) -> Handled {
+pub(crate) fn clone_offset(cons: &Consumption, h: CloneGroupOffsetRequestHeader) -> Handled {
     let (src, dest) = (h.src_group.as_str(), h.dest_group.as_str());
     validate_group(dest).map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
     let topic = h.topic.as_deref();
     let offline = h.offline.unwrap_or(false);
-    let cloned = clone_offsets(ctx, src, dest, topic, offline);
+    let cloned = clone_offsets(cons, src, dest, topic, offline);
     tracing::info!(src, dest, topic, cloned, "group offsets cloned");
     Ok(success())
 }
 
 /// QUERY_CORRECTION_OFFSET.
 pub(crate) async fn correction_offset(
-    ctx: &Arc<BrokerContext>,
+    cons: &Arc<Consumption>,
     h: CorrectionOffsetRequestHeader,
 ) -> Handled {
     let filter: Vec<String> = h
@@ -165,8 +165,8 @@ pub(crate) async fn correction_offset(
         .filter(|g| !g.is_empty())
         .map(str::to_owned)
         .collect();
-    let ctx2 = Arc::clone(ctx);
-    blocking(move || correction_offsets(&ctx2, &h.topic, &h.compare_group, &filter)).await?
+    let cons2 = Arc::clone(cons);
+    blocking(move || correction_offsets(&cons2, &h.topic, &h.compare_group, &filter)).await?
 }
 
 /// CLONE_GROUP_OFFSET: `dest` takes `src`'s committed offsets of `topic`
@@ -175,16 +175,16 @@ pub(crate) async fn correction_offset(
 /// queues copied. (Java 4.9 copies only the named topic whatever the loop
 /// finds, so with no topic it copies nothing; this copies what it says.)
 fn clone_offsets(
-    ctx: &BrokerContext,
+    cons: &Consumption,
     src: &str,
     dest: &str,
     topic: Option<&str>,
     offline: bool,
 ) -> usize {
-    let online = ctx.clients.consumer_connection(src);
+    let online = cons.clients.consumer_connection(src);
     let mut copied = 0;
-    for (t, q, offset) in ctx.offsets.group_offsets(src) {
-        if topic.is_some_and(|want| want != t) || ctx.topics.get(&t).is_none() {
+    for (t, q, offset) in cons.offsets.group_offsets(src) {
+        if topic.is_some_and(|want| want != t) || cons.topics.get(&t).is_none() {
             continue;
         }
         if !offline
@@ -194,7 +194,7 @@ fn clone_offsets(
         {
             continue;
         }
-        ctx.offsets.commit(dest, &t, q, offset);
+        cons.offsets.commit(dest, &t, q, offset);
         copied += 1;
     }
     copied
@@ -206,23 +206,23 @@ fn clone_offsets(
 /// Java 4.9 also deletes the filtered groups' offsets as a side effect of
 /// leaving them out; this leaves them alone.
 fn correction_offsets(
-    ctx: &BrokerContext,
+    cons: &Consumption,
     topic: &str,
     compare: &str,
     filter: &[String],
 ) -> Handled {
     let mut min: std::collections::BTreeMap<i32, i64> = std::collections::BTreeMap::new();
-    for (group, t, q, offset) in ctx.offsets.all() {
+    for (group, t, q, offset) in cons.offsets.all() {
         if t != topic || filter.contains(&group) {
             continue;
         }
-        if offset >= ctx.store.min_offset_in_queue(topic, q)? {
+        if offset >= cons.store.min_offset_in_queue(topic, q)? {
             let e = min.entry(q).or_insert(offset);
             *e = (*e).min(offset);
         }
     }
     for (q, v) in &mut min {
-        if let Some(c) = ctx.offsets.query(compare, topic, *q) {
+        if let Some(c) = cons.offsets.query(compare, topic, *q) {
             if *v > c {
                 *v = i64::MAX;
             }
@@ -239,22 +239,22 @@ fn correction_offsets(
 /// consumer online the answer is CONSUMER_NOT_ONLINE, on which mqadmin
 /// resets through the stored offsets itself.
 fn reset_offsets(
-    ctx: &BrokerContext,
+    cons: &Consumption,
     topic: &str,
     group: &str,
     timestamp: i64,
     force: bool,
 ) -> Handled {
-    let config = ctx.topics.get(topic).ok_or_else(|| {
+    let config = cons.topics.get(topic).ok_or_else(|| {
         Refusal::new(
             ResponseCode::SystemError,
             format!("[reset-offset] reset offset failed, no topic in this broker. topic={topic}"),
         )
     })?;
-    let store = &ctx.store;
+    let store = &cons.store;
     let mut table = Vec::new();
     for q in 0..config.write_queue_nums {
-        let Some(consumer_offset) = ctx.offsets.query(group, topic, q) else {
+        let Some(consumer_offset) = cons.offsets.query(group, topic, q) else {
             return Err(Refusal::new(
                 ResponseCode::SystemError,
                 format!("THe consumer group <{group}> not exist"),
@@ -271,9 +271,9 @@ fn reset_offsets(
         } else {
             consumer_offset
         };
-        table.push((queue(ctx, topic, q), offset));
+        table.push((queue(cons, topic, q), offset));
     }
-    let members = ctx.clients.consumer_connections(group);
+    let members = cons.clients.consumer_connections(group);
     if members.is_empty() {
         return Err(Refusal::new(
             ResponseCode::ConsumerNotOnline,

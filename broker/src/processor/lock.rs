@@ -5,10 +5,11 @@ use rmq_common::remoting::body::LockBatchBody;
 use rmq_common::remoting::{RemotingCommand, ResponseCode};
 
 use super::{success, Handled, Refusal};
-use crate::context::BrokerContext;
+use crate::clients::QueueLockManager;
+use crate::meta::TopicConfigManager;
 
 /// The body of either request, its names and queues checked.
-fn body(ctx: &BrokerContext, req: &RemotingCommand) -> Result<LockBatchBody, Refusal> {
+fn body(topics: &TopicConfigManager, req: &RemotingCommand) -> Result<LockBatchBody, Refusal> {
     let body: LockBatchBody = rmq_common::json::from_slice(req.body.as_deref().unwrap_or_default())
         .map_err(|e| {
             Refusal::new(
@@ -19,16 +20,20 @@ fn body(ctx: &BrokerContext, req: &RemotingCommand) -> Result<LockBatchBody, Ref
     super::validate::group(&body.consumer_group)?;
     for mq in &body.mq_set {
         super::validate::topic(&mq.topic)?;
-        super::validate::queue_of(ctx, &mq.topic, mq.queue_id)?;
+        super::validate::queue_of(topics, &mq.topic, mq.queue_id)?;
     }
     Ok(body)
 }
 
 /// LOCK_BATCH_MQ: the queues locked for the client (all it asked for that
 /// nobody else holds).
-pub(crate) fn lock(ctx: &BrokerContext, req: &RemotingCommand) -> Handled {
-    let body = body(ctx, req)?;
-    let ok = ctx.locks.lock(
+pub(crate) fn lock(
+    locks: &QueueLockManager,
+    topics: &TopicConfigManager,
+    req: &RemotingCommand,
+) -> Handled {
+    let body = body(topics, req)?;
+    let ok = locks.lock(
         &body.consumer_group,
         &body.client_id,
         &body.mq_set,
@@ -39,9 +44,12 @@ pub(crate) fn lock(ctx: &BrokerContext, req: &RemotingCommand) -> Handled {
 }
 
 /// UNLOCK_BATCH_MQ.
-pub(crate) fn unlock(ctx: &BrokerContext, req: &RemotingCommand) -> Handled {
-    let body = body(ctx, req)?;
-    ctx.locks
-        .unlock(&body.consumer_group, &body.client_id, &body.mq_set);
+pub(crate) fn unlock(
+    locks: &QueueLockManager,
+    topics: &TopicConfigManager,
+    req: &RemotingCommand,
+) -> Handled {
+    let body = body(topics, req)?;
+    locks.unlock(&body.consumer_group, &body.client_id, &body.mq_set);
     Ok(success())
 }

@@ -6,7 +6,10 @@
 //! a typed [`BrokerRequest`] (a missing or bad field is refused naming it),
 //! and one exhaustive match in `serve` hands it to one function per request
 //! code. No handler sees a request code or reads a header field from
-//! `extFields`.
+//! `extFields`, and none takes the whole [`BrokerContext`]: each takes the
+//! tables it uses (the store, the topic table, ...) or its family's part
+//! ([`parts::SendPath`], [`parts::PullPath`], ...), built once with the
+//! handler.
 //!
 //! To add a request code: add its row to the table in
 //! `rmq_common::remoting::requests` (value, Java name, where it is served,
@@ -24,6 +27,7 @@ pub(crate) mod groups;
 pub(crate) mod inspect;
 pub(crate) mod lock;
 pub(crate) mod offsets;
+pub(crate) mod parts;
 pub(crate) mod pull;
 pub(crate) mod query;
 pub(crate) mod reply;
@@ -48,11 +52,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::BrokerContext;
 use crate::remoting::{ConnId, Connection, RequestHandler};
+use parts::Parts;
 
 /// The broker's request handler.
 #[derive(Debug)]
 pub(crate) struct BrokerHandler {
+    /// Wiring: the ACL check, the connection count and the client calls
+    /// of a closing connection. Handlers get [`Parts`], never this.
     ctx: Arc<BrokerContext>,
+    parts: Parts,
     gone: ConnectionGone,
     refusals: crate::logging::RateLimiter,
 }
@@ -61,6 +69,7 @@ impl BrokerHandler {
     /// A handler over `ctx`.
     pub fn new(ctx: Arc<BrokerContext>) -> Self {
         Self {
+            parts: Parts::new(&ctx),
             ctx,
             gone: ConnectionGone::default(),
             refusals: crate::logging::RateLimiter::new(REFUSAL_LOG_INTERVAL),
@@ -137,7 +146,7 @@ impl RequestHandler for BrokerHandler {
     ) -> BoxFuture<'static, Option<RemotingCommand>> {
         async move {
             let oneway = req.is_oneway();
-            let resp = dispatch(&self.ctx, &self.gone, &conn, &req).await;
+            let resp = dispatch(&self.ctx, &self.parts, &self.gone, &conn, &req).await;
             if let Some(r) = &resp {
                 self.log_refusal(&conn, &req, r);
             }
@@ -173,12 +182,13 @@ impl RequestHandler for BrokerHandler {
         self.gone.closed(conn.id);
         self.ctx.calls.connection_closed(conn.id);
         let change = self.ctx.clients.connection_closed(conn.id);
-        client::notify_group_changes(&self.ctx, &change);
+        client::notify_group_changes(&self.ctx.clients, &change);
     }
 }
 
 async fn dispatch(
-    ctx: &Arc<BrokerContext>,
+    ctx: &BrokerContext,
+    parts: &Parts,
     gone: &ConnectionGone,
     conn: &Arc<Connection>,
     req: &RemotingCommand,
@@ -199,7 +209,7 @@ async fn dispatch(
     let Some(code) = RequestCode::from_i32(req.code) else {
         return Some(unsupported(req.code));
     };
-    if let Err(refusal) = validate::request(ctx, code.rule(), req) {
+    if let Err(refusal) = validate::request(&parts.store, &parts.topics, code.rule(), req) {
         return Some(refusal.into_response());
     }
     let request = match BrokerRequest::decode(code, &req.ext()) {
@@ -208,7 +218,7 @@ async fn dispatch(
         Some(Ok(request)) => request,
     };
     Some(
-        serve(ctx, gone, conn, req, request)
+        serve(parts, gone, conn, req, request)
             .await
             .unwrap_or_else(Refusal::into_response),
     )
@@ -218,92 +228,99 @@ async fn dispatch(
 /// for the handlers that read the body (or forward the fields); none reads
 /// a header field from it.
 async fn serve(
-    ctx: &Arc<BrokerContext>,
+    parts: &Parts,
     gone: &ConnectionGone,
     conn: &Arc<Connection>,
     req: &RemotingCommand,
     request: BrokerRequest,
 ) -> Handled {
     use BrokerRequest as R;
+    let p = parts;
     match request {
-        R::SendMessage(h) | R::SendMessageV2(h) => send::send(ctx, conn, req, h, false).await,
-        R::SendBatchMessage(h) => send::send(ctx, conn, req, h, true).await,
+        R::SendMessage(h) | R::SendMessageV2(h) => send::send(&p.send, conn, req, h, false).await,
+        R::SendBatchMessage(h) => send::send(&p.send, conn, req, h, true).await,
         // The 5.x client's DefaultLitePullConsumer pulls with its own code and
         // the same header; Java's broker serves both with one processor.
-        R::PullMessage(h) | R::LitePullMessage(h) => pull::pull(ctx, h, || gone.token(conn)).await,
-        R::ConsumerSendMsgBack(h) => send_back::send_back(ctx, h).await,
-        R::SendReplyMessage(h) | R::SendReplyMessageV2(h) => reply::reply(ctx, conn, req, h).await,
-        R::EndTransaction(h) => transaction::end(ctx, h).await,
-        R::QueryConsumerOffset(h) => offsets::query(ctx, h).await,
-        R::UpdateConsumerOffset(h) => offsets::update(ctx, h),
-        R::GetMaxOffset(h) => offsets::max(ctx, h).await,
-        R::GetMinOffset(h) => offsets::min(ctx, h).await,
-        R::SearchOffsetByTimestamp(h) => offsets::search(ctx, h).await,
-        R::GetEarliestMsgStoretime(h) => offsets::earliest(ctx, h).await,
+        R::PullMessage(h) | R::LitePullMessage(h) => {
+            pull::pull(&p.pull, h, || gone.token(conn)).await
+        }
+        R::ConsumerSendMsgBack(h) => send_back::send_back(&p.send, h).await,
+        R::SendReplyMessage(h) | R::SendReplyMessageV2(h) => {
+            reply::reply(&p.send, conn, req, h).await
+        }
+        R::EndTransaction(h) => transaction::end(&p.send, h).await,
+        R::QueryConsumerOffset(h) => offsets::query(&p.offsets, &p.store, h).await,
+        R::UpdateConsumerOffset(h) => offsets::update(&p.topics, &p.offsets, h),
+        R::GetMaxOffset(h) => offsets::max(&p.store, h).await,
+        R::GetMinOffset(h) => offsets::min(&p.store, h).await,
+        R::SearchOffsetByTimestamp(h) => offsets::search(&p.store, h).await,
+        R::GetEarliestMsgStoretime(h) => offsets::earliest(&p.store, h).await,
         // What a slave copies from its master (with 21 and 201).
-        R::GetAllConsumerOffset(_) => offsets::all(ctx),
-        R::GetAllDelayOffset(_) => offsets::all_delay(ctx),
+        R::GetAllConsumerOffset(_) => offsets::all(&p.offsets),
+        R::GetAllDelayOffset(_) => offsets::all_delay(&p.scheduler),
         R::HeartBeat(_)
             if req
                 .body
                 .as_ref()
                 .is_some_and(|b| b.len() > client::HEARTBEAT_INLINE_BYTES) =>
         {
-            let (ctx, conn, req) = (Arc::clone(ctx), Arc::clone(conn), req.clone());
-            blocking(move || client::heartbeat(&ctx, &conn, &req))
+            let (table, conn, req) = (Arc::clone(&p.client_table), Arc::clone(conn), req.clone());
+            blocking(move || client::heartbeat(&table, &conn, &req))
                 .await
                 .and_then(|handled| handled)
         }
-        R::HeartBeat(_) => client::heartbeat(ctx, conn, req),
-        R::UnregisterClient(h) => client::unregister(ctx, conn, h),
-        R::GetConsumerListByGroup(h) => client::consumer_list(ctx, h),
-        R::CheckClientConfig(_) => client::check_config(ctx, req),
-        R::QueryMessage(h) => query::by_key(ctx, h).await,
-        R::ViewMessageById(h) => query::by_offset(ctx, h).await,
-        R::UpdateAndCreateTopic(h) => admin::create_topic(ctx, h).await,
-        R::UpdateAndCreateTopicList(_) => admin::create_topics(ctx, req).await,
-        R::GetAllTopicConfig(_) => admin::all_topics(ctx),
-        R::GetBrokerConfig(_) => admin::broker_config(ctx),
-        R::DeleteTopicInBroker(h) => admin::delete_topic(ctx, h).await,
-        R::DeleteExpiredCommitlog(_) => admin::delete_expired(ctx).await,
-        R::CleanExpiredConsumequeue(_) => admin::clean_expired_cq(ctx).await,
-        R::CleanUnusedTopic(_) => admin::clean_unused_topic(ctx).await,
-        R::GetSystemTopicListFromBroker(_) => admin::system_topics(ctx),
-        R::ResumeCheckHalfMessage(h) => admin::resume_check_half(ctx, h).await,
-        R::RmqCqStatus(_) => cq_admin::status(ctx),
-        R::RmqCqVerify(h) => cq_admin::verify(ctx, h).await,
-        R::RmqCqAddShadow(h) => cq_admin::add_shadow(ctx, h).await,
-        R::RmqCqServe(h) => cq_admin::serve(ctx, h).await,
-        R::RmqCqDropShadow(_) => cq_admin::drop_shadow(ctx).await,
-        R::GetBrokerRuntimeInfo(_) => runtime::runtime_info(ctx).await,
-        R::UpdateBrokerConfig(_) => runtime::update_config(ctx, req),
-        R::UpdateAndCreateAclConfig(h) => acl_admin::update(ctx, h).await,
-        R::DeleteAclConfig(h) => acl_admin::delete(ctx, h).await,
-        R::UpdateGlobalWhiteAddrsConfig(h) => acl_admin::global_white(ctx, h).await,
-        R::GetBrokerClusterAclInfo(_) => acl_admin::info(ctx).await,
-        R::GetBrokerClusterAclConfig(_) => acl_admin::config(ctx).await,
-        R::GetTopicStatsInfo(h) => stats::topic_stats(ctx, h).await,
-        R::GetConsumeStats(h) => stats::consume_stats(ctx, h).await,
-        R::QueryTopicConsumeByWho(h) => stats::consumed_by(ctx, h),
-        R::UpdateAndCreateSubscriptionGroup(_) => groups::create(ctx, req).await,
-        R::UpdateAndCreateSubscriptionGroupList(_) => groups::create_list(ctx, req).await,
-        R::DeleteSubscriptionGroup(h) => groups::delete(ctx, h).await,
-        R::GetConsumerConnectionList(h) => groups::consumer_connections(ctx, h),
-        R::GetProducerConnectionList(h) => groups::producer_connections(ctx, h),
-        R::InvokeBrokerToResetOffset(h) => groups::reset_offset(ctx, h).await,
-        R::GetAllSubscriptiongroupConfig(_) => groups::all(ctx),
-        R::GetAllProducerInfo(_) => groups::producers(ctx),
-        R::CloneGroupOffset(h) => groups::clone_offset(ctx, h),
-        R::QueryCorrectionOffset(h) => groups::correction_offset(ctx, h).await,
-        R::InvokeBrokerToGetConsumerStatus(h) => consumers::status(ctx, h).await,
-        R::GetConsumerRunningInfo(h) => consumers::running_info(ctx, req, h).await,
-        R::ConsumeMessageDirectly(h) => consumers::consume_directly(ctx, req, h).await,
-        R::QueryConsumeTimeSpan(h) => inspect::time_span(ctx, h).await,
-        R::ViewBrokerStatsData(h) => inspect::stats_data(ctx, h),
-        R::GetBrokerConsumeStats(h) => inspect::consume_stats(ctx, h).await,
-        R::QueryConsumeQueue(h) => inspect::consume_queue(ctx, h).await,
-        R::LockBatchMq(_) => lock::lock(ctx, req),
-        R::UnlockBatchMq(_) => lock::unlock(ctx, req),
+        R::HeartBeat(_) => client::heartbeat(&p.client_table, conn, req),
+        R::UnregisterClient(h) => client::unregister(&p.client_table, conn, h),
+        R::GetConsumerListByGroup(h) => client::consumer_list(&p.client_table, h),
+        R::CheckClientConfig(_) => client::check_config(&p.client_table, req),
+        R::QueryMessage(h) => query::by_key(&p.store, h).await,
+        R::ViewMessageById(h) => query::by_offset(&p.store, h).await,
+        R::UpdateAndCreateTopic(h) => admin::create_topic(&p.admin, h).await,
+        R::UpdateAndCreateTopicList(_) => admin::create_topics(&p.admin, req).await,
+        R::GetAllTopicConfig(_) => admin::all_topics(&p.admin),
+        R::GetBrokerConfig(_) => admin::broker_config(&p.admin),
+        R::DeleteTopicInBroker(h) => admin::delete_topic(&p.admin, h).await,
+        R::DeleteExpiredCommitlog(_) => admin::delete_expired(&p.admin).await,
+        R::CleanExpiredConsumequeue(_) => admin::clean_expired_cq(&p.admin).await,
+        R::CleanUnusedTopic(_) => admin::clean_unused_topic(&p.admin).await,
+        R::GetSystemTopicListFromBroker(_) => admin::system_topics(&p.admin),
+        R::ResumeCheckHalfMessage(h) => admin::resume_check_half(&p.admin, h).await,
+        R::RmqCqStatus(_) => cq_admin::status(&p.store),
+        R::RmqCqVerify(h) => cq_admin::verify(&p.store, h).await,
+        R::RmqCqAddShadow(h) => cq_admin::add_shadow(&p.store, h).await,
+        R::RmqCqServe(h) => cq_admin::serve(&p.store, h).await,
+        R::RmqCqDropShadow(_) => cq_admin::drop_shadow(&p.store).await,
+        R::GetBrokerRuntimeInfo(_) => runtime::runtime_info(&p.admin).await,
+        R::UpdateBrokerConfig(_) => runtime::update_config(&p.admin, req),
+        R::UpdateAndCreateAclConfig(h) => acl_admin::update(&p.acl_admin, h).await,
+        R::DeleteAclConfig(h) => acl_admin::delete(&p.acl_admin, h).await,
+        R::UpdateGlobalWhiteAddrsConfig(h) => acl_admin::global_white(&p.acl_admin, h).await,
+        R::GetBrokerClusterAclInfo(_) => acl_admin::info(&p.acl_admin).await,
+        R::GetBrokerClusterAclConfig(_) => acl_admin::config(&p.acl_admin).await,
+        R::GetTopicStatsInfo(h) => stats::topic_stats(&p.consumption, h).await,
+        R::GetConsumeStats(h) => stats::consume_stats(&p.consumption, h).await,
+        R::QueryTopicConsumeByWho(h) => stats::consumed_by(&p.consumption, h),
+        R::UpdateAndCreateSubscriptionGroup(_) => groups::create(&p.consumption, req).await,
+        R::UpdateAndCreateSubscriptionGroupList(_) => {
+            groups::create_list(&p.consumption, req).await
+        }
+        R::DeleteSubscriptionGroup(h) => groups::delete(&p.consumption, h).await,
+        R::GetConsumerConnectionList(h) => groups::consumer_connections(&p.consumption, h),
+        R::GetProducerConnectionList(h) => groups::producer_connections(&p.consumption, h),
+        R::InvokeBrokerToResetOffset(h) => groups::reset_offset(&p.consumption, h).await,
+        R::GetAllSubscriptiongroupConfig(_) => groups::all(&p.consumption),
+        R::GetAllProducerInfo(_) => groups::producers(&p.consumption),
+        R::CloneGroupOffset(h) => groups::clone_offset(&p.consumption, h),
+        R::QueryCorrectionOffset(h) => groups::correction_offset(&p.consumption, h).await,
+        R::InvokeBrokerToGetConsumerStatus(h) => consumers::status(&p.consumption, h).await,
+        R::GetConsumerRunningInfo(h) => consumers::running_info(&p.consumption, req, h).await,
+        R::ConsumeMessageDirectly(h) => consumers::consume_directly(&p.consumption, req, h).await,
+        R::QueryConsumeTimeSpan(h) => inspect::time_span(&p.consumption, h).await,
+        R::ViewBrokerStatsData(h) => inspect::stats_data(&p.consumption, h),
+        R::GetBrokerConsumeStats(h) => inspect::consume_stats(&p.consumption, h).await,
+        R::QueryConsumeQueue(h) => inspect::consume_queue(&p.consumption, h).await,
+        R::LockBatchMq(_) => lock::lock(&p.locks, &p.topics, req),
+        R::UnlockBatchMq(_) => lock::unlock(&p.locks, &p.topics, req),
         R::GetKvConfig(_) => Ok(RemotingCommand::response(
             ResponseCode::QueryNotFound,
             Some("no KV config on this broker".into()),

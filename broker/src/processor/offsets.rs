@@ -13,11 +13,14 @@ use rmq_common::remoting::header::{
 use rmq_common::remoting::{RemotingCommand, ResponseCode};
 
 use super::{blocking, json_success, success, Handled, Refusal};
-use crate::context::BrokerContext;
+use crate::meta::{ConsumerOffsetManager, TopicConfigManager};
+use crate::service::schedule::Scheduler;
+use crate::store::MessageStore;
 
 /// QUERY_CONSUMER_OFFSET.
 pub(crate) async fn query(
-    ctx: &Arc<BrokerContext>,
+    offsets: &ConsumerOffsetManager,
+    store: &Arc<MessageStore>,
     h: QueryConsumerOffsetRequestHeader,
 ) -> Handled {
     let QueryConsumerOffsetRequestHeader {
@@ -25,12 +28,12 @@ pub(crate) async fn query(
         queue_id,
         consumer_group,
     } = h;
-    if let Some(offset) = ctx.offsets.query(&consumer_group, &topic, queue_id) {
+    if let Some(offset) = offsets.query(&consumer_group, &topic, queue_id) {
         return Ok(with(success(), "offset", offset));
     }
     // A new group starts at 0 while the queue's first message is still
     // stored; otherwise the client decides (QUERY_NOT_FOUND).
-    let store = Arc::clone(&ctx.store);
+    let store = Arc::clone(store);
     let min = blocking(move || store.min_offset_in_queue(&topic, queue_id)).await??;
     if min <= 0 {
         Ok(with(success(), "offset", 0))
@@ -43,10 +46,14 @@ pub(crate) async fn query(
 }
 
 /// UPDATE_CONSUMER_OFFSET.
-pub(crate) fn update(ctx: &BrokerContext, h: UpdateConsumerOffsetRequestHeader) -> Handled {
+pub(crate) fn update(
+    topics: &TopicConfigManager,
+    offsets: &ConsumerOffsetManager,
+    h: UpdateConsumerOffsetRequestHeader,
+) -> Handled {
     // As RocketMQ 5.x: offsets are kept only for topics that exist,
     // so a client cannot grow the table with made-up names.
-    if ctx.topics.get(&h.topic).is_none() {
+    if topics.get(&h.topic).is_none() {
         return Err(Refusal::new(
             ResponseCode::TopicNotExist,
             format!("Topic {} not exist!", h.topic),
@@ -59,40 +66,39 @@ pub(crate) fn update(ctx: &BrokerContext, h: UpdateConsumerOffsetRequestHeader) 
             format!("commitOffset {offset} is negative"),
         ));
     }
-    ctx.offsets
-        .commit(&h.consumer_group, &h.topic, h.queue_id, offset);
+    offsets.commit(&h.consumer_group, &h.topic, h.queue_id, offset);
     Ok(success())
 }
 
 /// GET_MAX_OFFSET.
-pub(crate) async fn max(ctx: &Arc<BrokerContext>, h: QueueRequestHeader) -> Handled {
-    let store = Arc::clone(&ctx.store);
+pub(crate) async fn max(store: &Arc<MessageStore>, h: QueueRequestHeader) -> Handled {
+    let store = Arc::clone(store);
     let v = blocking(move || store.max_offset_in_queue(&h.topic, h.queue_id)).await??;
     Ok(with(success(), "offset", v))
 }
 
 /// GET_MIN_OFFSET.
-pub(crate) async fn min(ctx: &Arc<BrokerContext>, h: QueueRequestHeader) -> Handled {
-    let store = Arc::clone(&ctx.store);
+pub(crate) async fn min(store: &Arc<MessageStore>, h: QueueRequestHeader) -> Handled {
+    let store = Arc::clone(store);
     let v = blocking(move || store.min_offset_in_queue(&h.topic, h.queue_id)).await??;
     Ok(with(success(), "offset", v))
 }
 
 /// SEARCH_OFFSET_BY_TIMESTAMP.
-pub(crate) async fn search(ctx: &Arc<BrokerContext>, h: SearchOffsetRequestHeader) -> Handled {
+pub(crate) async fn search(store: &Arc<MessageStore>, h: SearchOffsetRequestHeader) -> Handled {
     let boundary = match h.boundary_type.as_deref() {
         Some(b) if b.eq_ignore_ascii_case("UPPER") => Boundary::Upper,
         _ => Boundary::Lower,
     };
-    let store = Arc::clone(&ctx.store);
+    let store = Arc::clone(store);
     let v = blocking(move || store.offset_by_time(&h.topic, h.queue_id, h.timestamp, boundary))
         .await??;
     Ok(with(success(), "offset", v))
 }
 
 /// GET_EARLIEST_MSG_STORETIME.
-pub(crate) async fn earliest(ctx: &Arc<BrokerContext>, h: QueueRequestHeader) -> Handled {
-    let store = Arc::clone(&ctx.store);
+pub(crate) async fn earliest(store: &Arc<MessageStore>, h: QueueRequestHeader) -> Handled {
+    let store = Arc::clone(store);
     let v = blocking(move || store.earliest_message_time(&h.topic, h.queue_id)).await??;
     match v {
         Some(ts) => Ok(with(success(), "timestamp", ts)),
@@ -104,16 +110,16 @@ pub(crate) async fn earliest(ctx: &Arc<BrokerContext>, h: QueueRequestHeader) ->
 }
 
 /// GET_ALL_CONSUMER_OFFSET: what a slave copies from its master.
-pub(crate) fn all(ctx: &BrokerContext) -> Handled {
-    ctx.offsets
+pub(crate) fn all(offsets: &ConsumerOffsetManager) -> Handled {
+    offsets
         .table_json()
         .map(|body| success().with_body(body))
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))
 }
 
 /// GET_ALL_DELAY_OFFSET: what a slave copies from its master.
-pub(crate) fn all_delay(ctx: &BrokerContext) -> Handled {
-    json_success(&ctx.scheduler.offsets_json())
+pub(crate) fn all_delay(scheduler: &Scheduler) -> Handled {
+    json_success(&scheduler.offsets_json())
 }
 
 fn with(mut resp: RemotingCommand, key: &str, value: i64) -> RemotingCommand {

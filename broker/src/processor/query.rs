@@ -7,10 +7,10 @@ use rmq_common::remoting::header::{QueryMessageRequestHeader, ViewMessageByIdReq
 use rmq_common::remoting::ResponseCode;
 
 use super::{blocking, success, Handled, Refusal};
-use crate::context::BrokerContext;
+use crate::store::MessageStore;
 
 /// QUERY_MESSAGE: the messages of `topic` with `key`.
-pub(crate) async fn by_key(ctx: &Arc<BrokerContext>, h: QueryMessageRequestHeader) -> Handled {
+pub(crate) async fn by_key(store: &Arc<MessageStore>, h: QueryMessageRequestHeader) -> Handled {
     let QueryMessageRequestHeader {
         topic,
         key,
@@ -21,8 +21,10 @@ pub(crate) async fn by_key(ctx: &Arc<BrokerContext>, h: QueryMessageRequestHeade
     let max = usize::try_from(max_num).unwrap_or(0).clamp(1, 64);
     let begin = begin_timestamp.unwrap_or(0);
     let end = end_timestamp.unwrap_or(i64::MAX);
-    let store = Arc::clone(&ctx.store);
-    let found = blocking(move || store.query_by_key(&topic, &key, max, begin, end)).await??;
+    let found = {
+        let store = Arc::clone(store);
+        blocking(move || store.query_by_key(&topic, &key, max, begin, end)).await??
+    };
     if found.is_empty() {
         return Err(Refusal::new(
             ResponseCode::QueryNotFound,
@@ -35,17 +37,17 @@ pub(crate) async fn by_key(ctx: &Arc<BrokerContext>, h: QueryMessageRequestHeade
     }
     let mut resp = success().with_body(body.freeze());
     resp.put_ext("indexLastUpdateTimestamp", rmq_common::time::now_ms());
-    resp.put_ext("indexLastUpdatePhyoffset", ctx.store.max_phy_offset());
+    resp.put_ext("indexLastUpdatePhyoffset", store.max_phy_offset());
     Ok(resp)
 }
 
 /// VIEW_MESSAGE_BY_ID: the record at a CommitLog offset.
 pub(crate) async fn by_offset(
-    ctx: &Arc<BrokerContext>,
+    store: &Arc<MessageStore>,
     h: ViewMessageByIdRequestHeader,
 ) -> Handled {
     let offset = h.offset;
-    let store = Arc::clone(&ctx.store);
+    let store = Arc::clone(store);
     let found = blocking(move || store.record_at(offset)).await?;
     match found {
         Some(sel) => Ok(success().with_body(sel.bytes().to_vec())),

@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use rmq_common::remoting::{EndTransactionRequestHeader, ResponseCode};
 
+use super::parts::SendPath;
 use super::{blocking, success, Handled, Refusal};
-use crate::context::BrokerContext;
 use crate::service::transaction::{EndError, EndOutcome};
 
 /// END_TRANSACTION.
-pub(crate) async fn end(ctx: &Arc<BrokerContext>, h: EndTransactionRequestHeader) -> Handled {
-    let (tx, host) = (Arc::clone(&ctx.transactions), ctx.store_host);
+pub(crate) async fn end(path: &Arc<SendPath>, h: EndTransactionRequestHeader) -> Handled {
+    let (tx, host) = (Arc::clone(&path.transactions), path.store_host);
     let header = h.clone();
     match blocking(move || tx.end(&header, host)).await? {
         Ok(EndOutcome::Committed(a)) => {

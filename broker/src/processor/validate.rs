@@ -10,7 +10,8 @@ use rmq_common::names::{is_not_allowed_send_topic, is_system_topic, validate_gro
 use rmq_common::remoting::{RemotingCommand, ResponseCode, Rule};
 
 use super::Refusal;
-use crate::context::BrokerContext;
+use crate::meta::TopicConfigManager;
+use crate::store::MessageStore;
 
 /// Most queues a topic may have (read or write). RocketMQ sets no limit;
 /// one keeps a typing slip or a hostile admin request from announcing
@@ -123,14 +124,18 @@ pub(crate) fn perm(n: i32) -> Result<i32, Refusal> {
 
 /// A queue id of a request that reads or tracks a queue: not negative and,
 /// when the topic is in the table, one of its queues.
-pub(crate) fn queue_of(ctx: &BrokerContext, topic: &str, queue_id: i32) -> Result<(), Refusal> {
+pub(crate) fn queue_of(
+    topics: &TopicConfigManager,
+    topic: &str,
+    queue_id: i32,
+) -> Result<(), Refusal> {
     if queue_id < 0 {
         return Err(Refusal::new(
             ResponseCode::SystemError,
             format!("queueId[{queue_id}] is illegal, topic:[{topic}]"),
         ));
     }
-    if let Some(config) = ctx.topics.get(topic) {
+    if let Some(config) = topics.get(topic) {
         let queues = config.read_queue_nums.max(config.write_queue_nums);
         if queue_id >= queues {
             return Err(Refusal::new(
@@ -144,8 +149,8 @@ pub(crate) fn queue_of(ctx: &BrokerContext, topic: &str, queue_id: i32) -> Resul
 
 /// A slave's topics and groups are its master's (copied every 10 s), and it
 /// ends no transaction: Java's answers to those requests on a slave.
-fn slave_role(ctx: &BrokerContext, rule: Rule) -> Result<(), Refusal> {
-    if !ctx.store.is_replica_only() {
+fn slave_role(store: &MessageStore, rule: Rule) -> Result<(), Refusal> {
+    if !store.is_replica_only() {
         return Ok(());
     }
     match rule {
@@ -168,11 +173,12 @@ fn slave_role(ctx: &BrokerContext, rule: Rule) -> Result<(), Refusal> {
 /// queue id is one of the topic's queues. Empty optional fields are left
 /// to the processors, which know whether they are required.
 pub(crate) fn request(
-    ctx: &BrokerContext,
+    store: &MessageStore,
+    topics: &TopicConfigManager,
     rule: Rule,
     req: &RemotingCommand,
 ) -> Result<(), Refusal> {
-    slave_role(ctx, rule)?;
+    slave_role(store, rule)?;
     let ext = req.ext();
     let topic_name = ext.get_str("topic").filter(|t| !t.is_empty());
     if let Some(t) = topic_name {
@@ -187,7 +193,7 @@ pub(crate) fn request(
     // checks the rest against the topic it may create.
     if rule != Rule::Send {
         if let (Some(t), Some(q)) = (topic_name, ext.get_i32("queueId")?) {
-            queue_of(ctx, t, q)?;
+            queue_of(topics, t, q)?;
         }
     }
     Ok(())
