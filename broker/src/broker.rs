@@ -228,7 +228,7 @@ impl Broker {
             connector,
             tls_server: tls_server.clone(),
             ha_addr: std::sync::OnceLock::new(),
-            runtime,
+            runtime: Arc::new(runtime),
             boot_ms: rmq_common::time::now_ms(),
         });
 

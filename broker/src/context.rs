@@ -1,4 +1,7 @@
-//! What every processor can reach.
+//! Shared broker state, as `broker.rs` wires it and the services use it.
+//! Request processors never take it whole: each handler gets the narrow
+//! parts it uses (`processor::parts`), cut from it once when the handler
+//! is built.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -65,7 +68,7 @@ pub struct BrokerContext {
     /// Where this broker takes slaves, once it listens.
     pub ha_addr: std::sync::OnceLock<SocketAddr>,
     /// Settings UPDATE_BROKER_CONFIG may change while running.
-    pub runtime: crate::runtime_config::RuntimeConfig,
+    pub runtime: Arc<crate::runtime_config::RuntimeConfig>,
     /// When the broker started, ms since the epoch.
     pub boot_ms: i64,
 }

@@ -10,21 +10,30 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rmq_common::remoting::{RemotingCommand, ResponseCode};
+use rmq_common::remoting::header::{
+    DeleteAclRequestHeader, GlobalWhiteAddrsRequestHeader, UpdateAclRequestHeader,
+};
+use rmq_common::remoting::{HeaderError, ResponseCode};
 use serde_yaml::Value;
 
+use super::parts::AclAdmin;
 use super::{blocking, json_success, success, Handled, Refusal};
 use crate::acl::edit::{version_of, AccountUpdate};
 use crate::acl::Acl;
-use crate::context::BrokerContext;
 
-fn acl(ctx: &BrokerContext, failed: ResponseCode) -> Result<Arc<Acl>, Refusal> {
-    ctx.acl.clone().ok_or_else(|| {
+fn acl(acl_admin: &AclAdmin, failed: ResponseCode) -> Result<Arc<Acl>, Refusal> {
+    acl_admin.acl.clone().ok_or_else(|| {
         Refusal::new(
             failed,
             "ACL is not enabled on this broker (aclEnable=false)",
         )
     })
+}
+
+/// `accessKey`, required once ACL is known to be on (the remark a missing
+/// header field gets).
+fn access_key(v: Option<String>) -> Result<String, Refusal> {
+    v.ok_or_else(|| HeaderError::Missing { field: "accessKey" }.into())
 }
 
 fn list(v: Option<&str>) -> Option<Vec<String>> {
@@ -38,19 +47,20 @@ fn list(v: Option<&str>) -> Option<Vec<String>> {
 }
 
 /// UPDATE_AND_CREATE_ACL_CONFIG.
-pub async fn update(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+pub(crate) async fn update(acl_admin: &Arc<AclAdmin>, h: UpdateAclRequestHeader) -> Handled {
     const FAILED: ResponseCode = ResponseCode::UpdateAndCreateAclConfigFailed;
-    let acl = acl(ctx, FAILED)?;
-    let ext = req.ext();
+    let acl = acl(acl_admin, FAILED)?;
+    let access_key = access_key(h.access_key.clone())?;
+    let admin = h.admin()?.unwrap_or(false);
     let u = AccountUpdate {
-        access_key: ext.req_str("accessKey")?.to_owned(),
-        secret_key: ext.get_str("secretKey").unwrap_or_default().to_owned(),
-        white_remote_address: ext.get_str("whiteRemoteAddress").map(str::to_owned),
-        admin: ext.get_bool("admin")?.unwrap_or(false),
-        default_topic_perm: ext.get_str("defaultTopicPerm").map(str::to_owned),
-        default_group_perm: ext.get_str("defaultGroupPerm").map(str::to_owned),
-        topic_perms: list(ext.get_str("topicPerms")),
-        group_perms: list(ext.get_str("groupPerms")),
+        access_key,
+        secret_key: h.secret_key.unwrap_or_default(),
+        white_remote_address: h.white_remote_address,
+        admin,
+        default_topic_perm: h.default_topic_perm,
+        default_group_perm: h.default_group_perm,
+        topic_perms: list(h.topic_perms.as_deref()),
+        group_perms: list(h.group_perms.as_deref()),
     };
     let ak = u.access_key.clone();
     blocking(move || acl.update_account(&u))
@@ -65,10 +75,10 @@ pub async fn update(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled 
 }
 
 /// DELETE_ACL_CONFIG.
-pub async fn delete(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+pub(crate) async fn delete(acl_admin: &Arc<AclAdmin>, h: DeleteAclRequestHeader) -> Handled {
     const FAILED: ResponseCode = ResponseCode::DeleteAclConfigFailed;
-    let acl = acl(ctx, FAILED)?;
-    let ak = req.ext().req_str("accessKey")?.to_owned();
+    let acl = acl(acl_admin, FAILED)?;
+    let ak = access_key(h.access_key)?;
     let key = ak.clone();
     let deleted = blocking(move || acl.delete_account(&key)).await?;
     match deleted {
@@ -88,19 +98,21 @@ pub async fn delete(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled 
 
 /// UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (`aclFileFullPath`, if given, must be
 /// this broker's ACL file).
-pub async fn global_white(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+pub(crate) async fn global_white(
+    acl_admin: &Arc<AclAdmin>,
+    h: GlobalWhiteAddrsRequestHeader,
+) -> Handled {
     const FAILED: ResponseCode = ResponseCode::UpdateGlobalWhiteAddrsConfigFailed;
-    let acl = acl(ctx, FAILED)?;
-    let ext = req.ext();
-    // Empty clears the list (req_str would refuse it as missing).
-    let raw = ext.get_str("globalWhiteAddrs").ok_or_else(|| {
+    let acl = acl(acl_admin, FAILED)?;
+    // Empty clears the list (a required field would refuse it as missing).
+    let raw = h.global_white_addrs.as_deref().ok_or_else(|| {
         Refusal::new(
             ResponseCode::SystemError,
             "the custom field <globalWhiteAddrs> is null",
         )
     })?;
     let addrs = list(Some(raw)).unwrap_or_default();
-    if let Some(path) = ext.get_str("aclFileFullPath").filter(|p| !p.is_empty()) {
+    if let Some(path) = h.acl_file_full_path.as_deref().filter(|p| !p.is_empty()) {
         if std::path::Path::new(path) != acl.file() {
             return Err(Refusal::new(
                 FAILED,
@@ -125,8 +137,8 @@ pub async fn global_white(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Ha
 
 /// GET_BROKER_CLUSTER_ACL_INFO: the file's data version, in the response
 /// header as RocketMQ's GetBrokerAclConfigResponseHeader.
-pub async fn info(ctx: &Arc<BrokerContext>) -> Handled {
-    let acl = acl(ctx, ResponseCode::SystemError)?;
+pub(crate) async fn info(acl_admin: &Arc<AclAdmin>) -> Handled {
+    let acl = acl(acl_admin, ResponseCode::SystemError)?;
     let doc = {
         let acl = Arc::clone(&acl);
         blocking(move || acl.document()).await?
@@ -136,20 +148,19 @@ pub async fn info(ctx: &Arc<BrokerContext>) -> Handled {
     let version = serde_json::to_string(&v).unwrap_or_default();
     let all = serde_json::to_string(&BTreeMap::from([(acl.file().display().to_string(), v)]))
         .unwrap_or_default();
-    let b = &ctx.settings.broker;
     let mut resp = success();
     resp.put_ext("version", version);
     resp.put_ext("allAclFileVersion", all);
-    resp.put_ext("brokerName", &b.broker_name);
-    resp.put_ext("brokerAddr", ctx.store_host);
-    resp.put_ext("clusterName", &b.broker_cluster_name);
+    resp.put_ext("brokerName", &acl_admin.broker_name);
+    resp.put_ext("brokerAddr", acl_admin.store_host);
+    resp.put_ext("clusterName", &acl_admin.cluster_name);
     Ok(resp)
 }
 
 /// GET_BROKER_CLUSTER_ACL_CONFIG: the white list and every account, secrets
 /// included, as RocketMQ answers it (admin accounts only, here).
-pub async fn config(ctx: &Arc<BrokerContext>) -> Handled {
-    let acl = acl(ctx, ResponseCode::SystemError)?;
+pub(crate) async fn config(acl_admin: &Arc<AclAdmin>) -> Handled {
+    let acl = acl(acl_admin, ResponseCode::SystemError)?;
     let doc = blocking(move || acl.document())
         .await?
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e))?;

@@ -1,19 +1,23 @@
 //! UPDATE_AND_CREATE_TOPIC(_LIST), GET_ALL_TOPIC_CONFIG, GET_BROKER_CONFIG,
-//! DELETE_TOPIC_IN_BROKER, DELETE_EXPIRED_COMMITLOG and
-//! CLEAN_EXPIRED_CONSUMEQUEUE.
+//! DELETE_TOPIC_IN_BROKER, DELETE_EXPIRED_COMMITLOG,
+//! CLEAN_EXPIRED_CONSUMEQUEUE, CLEAN_UNUSED_TOPIC,
+//! GET_SYSTEM_TOPIC_LIST_FROM_BROKER and RESUME_CHECK_HALF_MESSAGE.
 
 use std::sync::Arc;
 
-use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_common::remoting::header::{
+    CreateTopicRequestHeader, DeleteTopicRequestHeader, ResumeCheckHalfRequestHeader,
+};
+use rmq_common::remoting::{RemotingCommand, ResponseCode};
 
+use super::parts::Admin;
 use super::{blocking, json_success, success, validate, Handled, Refusal};
-use crate::context::BrokerContext;
 use rmq_common::remoting::body::{CreateTopicList, TopicConfig, PERM_READ, PERM_WRITE};
 
 /// DELETE_EXPIRED_COMMITLOG: one clean pass now (expired segments go
 /// whatever the hour); the body is the pass's report as JSON.
-pub async fn delete_expired(ctx: &Arc<BrokerContext>) -> Handled {
-    let store = Arc::clone(&ctx.store);
+pub(crate) async fn delete_expired(admin: &Arc<Admin>) -> Handled {
+    let store = Arc::clone(&admin.store);
     let report = tokio::task::spawn_blocking(move || {
         store.clean_pass(crate::store::clean::CleanTrigger::Operator)
     })
@@ -45,8 +49,8 @@ const BROKER_TOPICS: [&str; 5] = [
 
 /// GET_SYSTEM_TOPIC_LIST_FROM_BROKER: RocketMQ's system topics, the
 /// cluster and broker names, and the cluster's reply topic.
-pub fn system_topics(ctx: &BrokerContext) -> Handled {
-    let b = &ctx.settings.broker;
+pub(crate) fn system_topics(admin: &Admin) -> Handled {
+    let b = &admin.settings.broker;
     let mut list: Vec<String> = rmq_common::names::SYSTEM_TOPICS
         .iter()
         .map(|t| (*t).to_owned())
@@ -59,15 +63,16 @@ pub fn system_topics(ctx: &BrokerContext) -> Handled {
 
 /// CLEAN_UNUSED_TOPIC: the consume queues of topics no longer in the
 /// table go (their CommitLog records stay until retention).
-pub async fn clean_unused_topic(ctx: &Arc<BrokerContext>) -> Handled {
-    let ctx2 = Arc::clone(ctx);
+pub(crate) async fn clean_unused_topic(admin: &Arc<Admin>) -> Handled {
+    let admin2 = Arc::clone(admin);
     let gone = blocking(move || {
-        ctx2.store
-            .clean_unused_topics(|t| BROKER_TOPICS.contains(&t) || ctx2.topics.get(t).is_some())
+        admin2
+            .store
+            .clean_unused_topics(|t| BROKER_TOPICS.contains(&t) || admin2.topics.get(t).is_some())
     })
     .await??;
     for topic in &gone {
-        ctx.items.remove_topic(topic);
+        admin.items.remove_topic(topic);
     }
     tracing::info!(?gone, "unused topics' consume queues removed");
     Ok(success())
@@ -76,11 +81,14 @@ pub async fn clean_unused_topic(ctx: &Arc<BrokerContext>) -> Handled {
 /// RESUME_CHECK_HALF_MESSAGE: a copy of the half message `msgId` names is
 /// appended to the half topic with its check count at 0, so the check
 /// service asks its producer again from the start.
-pub async fn resume_check_half(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
+pub(crate) async fn resume_check_half(
+    admin: &Arc<Admin>,
+    h: ResumeCheckHalfRequestHeader,
+) -> Handled {
     use rmq_common::constants::property;
     use rmq_common::constants::TRANS_HALF_TOPIC;
     use rmq_common::message::record::RecordView;
-    let msg_id = req.ext().req_str("msgId")?.to_owned();
+    let msg_id = h.msg_id;
     let failed = |why: String| {
         Refusal::new(
             ResponseCode::SystemError,
@@ -89,8 +97,8 @@ pub async fn resume_check_half(ctx: &Arc<BrokerContext>, req: &RemotingCommand) 
     };
     let (_, offset) = rmq_common::message::msg_id::decode_offset_msg_id(&msg_id)
         .map_err(|e| failed(format!("msgId {msg_id:?}: {e}")))?;
-    let store = Arc::clone(&ctx.store);
-    let store_host = ctx.store_host;
+    let store = Arc::clone(&admin.store);
+    let store_host = admin.store_host;
     blocking(move || -> Result<(), Refusal> {
         let record = store
             .record_at(offset)
@@ -122,143 +130,137 @@ pub async fn resume_check_half(ctx: &Arc<BrokerContext>, req: &RemotingCommand) 
 /// NameServers' routes of this broker: the registrar sends them
 /// DELETE_TOPIC_IN_NAMESRV naming it), its consume queues are
 /// removed on either backend, and every group's offsets of it are dropped.
-pub async fn delete_topic(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
-    let topic = req.ext().req_str("topic")?.to_owned();
+pub(crate) async fn delete_topic(admin: &Arc<Admin>, h: DeleteTopicRequestHeader) -> Handled {
+    let topic = h.topic;
     validate::managed_topic(&topic)?;
-    let ctx2 = Arc::clone(ctx);
+    let admin2 = Arc::clone(admin);
     let t = topic.clone();
     blocking(move || -> Result<(), Refusal> {
-        ctx2.topics.delete(&t)?;
-        ctx2.store.delete_topic(&t)?;
-        ctx2.offsets.remove_topic(&t);
-        ctx2.items.remove_topic(&t);
+        admin2.topics.delete(&t)?;
+        admin2.store.delete_topic(&t)?;
+        admin2.offsets.remove_topic(&t);
+        admin2.items.remove_topic(&t);
         Ok(())
     })
     .await??;
-    ctx.topics_changed.notify_one();
+    admin.topics_changed.notify_one();
     tracing::info!(topic, "topic deleted");
     Ok(success())
 }
 
 /// CLEAN_EXPIRED_CONSUMEQUEUE: consume queues of topics no longer in the
 /// table go, and min offsets follow the CommitLog's.
-pub async fn clean_expired_cq(ctx: &Arc<BrokerContext>) -> Handled {
-    let ctx2 = Arc::clone(ctx);
+pub(crate) async fn clean_expired_cq(admin: &Arc<Admin>) -> Handled {
+    let admin2 = Arc::clone(admin);
     let gone = blocking(move || {
-        ctx2.store
-            .clean_unused_topics(|t| BROKER_TOPICS.contains(&t) || ctx2.topics.get(t).is_some())
+        admin2
+            .store
+            .clean_unused_topics(|t| BROKER_TOPICS.contains(&t) || admin2.topics.get(t).is_some())
     })
     .await??;
     tracing::info!(?gone, "expired consume queues cleaned");
     Ok(success())
 }
 
-/// Handles topic administration. A create waits until the table is on
-/// disk, off the async workers.
-pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {
-    match code {
-        RequestCode::UpdateAndCreateTopic => {
-            let ext = req.ext();
-            let name = ext.req_str("topic")?;
-            validate::managed_topic(name)?;
-            let read = validate::queue_nums(
-                "readQueueNums",
-                ext.get_i32("readQueueNums")?
-                    .unwrap_or(ctx.settings.broker.default_topic_queue_nums),
-            )?;
-            let write = validate::queue_nums(
-                "writeQueueNums",
-                ext.get_i32("writeQueueNums")?.unwrap_or(read),
-            )?;
-            let config = TopicConfig {
-                topic_name: name.to_owned(),
-                read_queue_nums: read,
-                write_queue_nums: write,
-                perm: validate::perm(ext.get_i32("perm")?.unwrap_or(PERM_READ | PERM_WRITE))?,
-                topic_filter_type: ext
-                    .get_str("topicFilterType")
-                    .unwrap_or("SINGLE_TAG")
-                    .to_owned(),
-                topic_sys_flag: ext.get_i32("topicSysFlag")?.unwrap_or(0),
-                order: ext.get_bool("order")?.unwrap_or(false),
-            };
-            let topics = Arc::clone(&ctx.topics);
-            blocking(move || topics.upsert(config))
-                .await?
-                .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
-            tracing::info!(topic = name, read, write, "topic created or updated");
-            ctx.topics_changed.notify_one();
-            Ok(success())
-        }
-        RequestCode::UpdateAndCreateTopicList => {
-            let list: CreateTopicList = rmq_common::json::from_slice(
-                req.body.as_deref().unwrap_or_default(),
+/// UPDATE_AND_CREATE_TOPIC. A create waits until the table is on disk, off
+/// the async workers.
+pub(crate) async fn create_topic(admin: &Arc<Admin>, h: CreateTopicRequestHeader) -> Handled {
+    let name = h.topic;
+    validate::managed_topic(&name)?;
+    let read = validate::queue_nums(
+        "readQueueNums",
+        h.read_queue_nums
+            .unwrap_or(admin.settings.broker.default_topic_queue_nums),
+    )?;
+    let write = validate::queue_nums("writeQueueNums", h.write_queue_nums.unwrap_or(read))?;
+    let config = TopicConfig {
+        topic_name: name.clone(),
+        read_queue_nums: read,
+        write_queue_nums: write,
+        perm: validate::perm(h.perm.unwrap_or(PERM_READ | PERM_WRITE))?,
+        topic_filter_type: h
+            .topic_filter_type
+            .unwrap_or_else(|| "SINGLE_TAG".to_owned()),
+        topic_sys_flag: h.topic_sys_flag.unwrap_or(0),
+        order: h.order.unwrap_or(false),
+    };
+    let topics = Arc::clone(&admin.topics);
+    blocking(move || topics.upsert(config))
+        .await?
+        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+    tracing::info!(topic = name, read, write, "topic created or updated");
+    admin.topics_changed.notify_one();
+    Ok(success())
+}
+
+/// UPDATE_AND_CREATE_TOPIC_LIST: all or nothing.
+pub(crate) async fn create_topics(admin: &Arc<Admin>, req: &RemotingCommand) -> Handled {
+    let list: CreateTopicList =
+        rmq_common::json::from_slice(req.body.as_deref().unwrap_or_default()).map_err(|e| {
+            Refusal::new(
+                ResponseCode::SystemError,
+                format!("UPDATE_AND_CREATE_TOPIC_LIST body is not a topicConfigList JSON: {e}"),
             )
-            .map_err(|e| {
-                Refusal::new(
-                    ResponseCode::SystemError,
-                    format!("UPDATE_AND_CREATE_TOPIC_LIST body is not a topicConfigList JSON: {e}"),
-                )
-            })?;
-            for t in &list.topic_config_list {
-                validate::managed_topic(&t.topic_name)?;
-                validate::queue_nums("readQueueNums", t.read_queue_nums)?;
-                validate::queue_nums("writeQueueNums", t.write_queue_nums)?;
-                validate::perm(t.perm)?;
-            }
-            let count = list.topic_config_list.len();
-            let topics = Arc::clone(&ctx.topics);
-            blocking(move || topics.upsert_many(list.topic_config_list))
-                .await?
-                .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
-            tracing::info!(count, "topics created or updated from a list");
-            ctx.topics_changed.notify_one();
-            Ok(success())
-        }
-        RequestCode::GetAllTopicConfig => json_success(&ctx.topics.table()),
-        RequestCode::GetBrokerConfig => {
-            // RocketMQ answers with the settings as `key=value` lines,
-            // with what UPDATE_BROKER_CONFIG changed since the start.
-            let mut lines = std::collections::BTreeMap::new();
-            for value in [
-                serde_json::to_value(&ctx.settings.broker),
-                serde_json::to_value(&ctx.settings.store),
-            ] {
-                let value =
-                    value.map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
-                if let serde_json::Value::Object(map) = value {
-                    for (k, v) in map {
-                        let v = match v {
-                            serde_json::Value::String(s) => s,
-                            other => other.to_string(),
-                        };
-                        lines.insert(k, v);
-                    }
-                }
-            }
-            lines.extend(
-                ctx.runtime
-                    .pairs()
-                    .into_iter()
-                    .map(|(k, v)| (k.to_owned(), v)),
-            );
-            // The backends in use, which a runtime flip may have changed.
-            lines.insert(
-                "consumeQueueStore".into(),
-                ctx.store.serving_backend().to_string(),
-            );
-            lines.insert(
-                "shadowConsumeQueueStore".into(),
-                ctx.store
-                    .shadow_consume_queue()
-                    .map_or(String::new(), |c| c.backend().to_string()),
-            );
-            let text: Vec<String> = lines.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            Ok(success().with_body(text.join("\n").into_bytes()))
-        }
-        _ => Err(Refusal::new(
-            ResponseCode::RequestCodeNotSupported,
-            "not an admin request",
-        )),
+        })?;
+    for t in &list.topic_config_list {
+        validate::managed_topic(&t.topic_name)?;
+        validate::queue_nums("readQueueNums", t.read_queue_nums)?;
+        validate::queue_nums("writeQueueNums", t.write_queue_nums)?;
+        validate::perm(t.perm)?;
     }
+    let count = list.topic_config_list.len();
+    let topics = Arc::clone(&admin.topics);
+    blocking(move || topics.upsert_many(list.topic_config_list))
+        .await?
+        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+    tracing::info!(count, "topics created or updated from a list");
+    admin.topics_changed.notify_one();
+    Ok(success())
+}
+
+/// GET_ALL_TOPIC_CONFIG.
+pub(crate) fn all_topics(admin: &Admin) -> Handled {
+    json_success(&admin.topics.table())
+}
+
+/// GET_BROKER_CONFIG: as RocketMQ, the settings as `key=value` lines, with
+/// what UPDATE_BROKER_CONFIG changed since the start.
+pub(crate) fn broker_config(admin: &Admin) -> Handled {
+    let mut lines = std::collections::BTreeMap::new();
+    for value in [
+        serde_json::to_value(&admin.settings.broker),
+        serde_json::to_value(&admin.settings.store),
+    ] {
+        let value = value.map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+        if let serde_json::Value::Object(map) = value {
+            for (k, v) in map {
+                let v = match v {
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                lines.insert(k, v);
+            }
+        }
+    }
+    lines.extend(
+        admin
+            .runtime
+            .pairs()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v)),
+    );
+    // The backends in use, which a runtime flip may have changed.
+    lines.insert(
+        "consumeQueueStore".into(),
+        admin.store.serving_backend().to_string(),
+    );
+    lines.insert(
+        "shadowConsumeQueueStore".into(),
+        admin
+            .store
+            .shadow_consume_queue()
+            .map_or(String::new(), |c| c.backend().to_string()),
+    );
+    let text: Vec<String> = lines.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    Ok(success().with_body(text.join("\n").into_bytes()))
 }

@@ -4,13 +4,16 @@
 use std::sync::Arc;
 
 use rmq_common::constants::RETRY_GROUP_TOPIC_PREFIX;
+use rmq_common::remoting::header::{
+    GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader,
+};
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 
 use super::{success, Handled, Refusal};
 use rmq_common::remoting::body::{CheckClientBody, HeartbeatData};
 
-use crate::clients::GroupChange;
-use crate::context::BrokerContext;
+use super::parts::ClientTable;
+use crate::clients::{ClientManager, GroupChange};
 use crate::remoting::Connection;
 
 /// Every group and subscribed topic a heartbeat names follows the naming
@@ -37,66 +40,64 @@ fn check_names(hb: &HeartbeatData) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Handles client-table requests.
-pub fn handle(
-    ctx: &Arc<BrokerContext>,
-    conn: &Arc<Connection>,
-    code: RequestCode,
-    req: &RemotingCommand,
+/// UNREGISTER_CLIENT.
+pub(crate) fn unregister(
+    table: &ClientTable,
+    conn: &Connection,
+    h: UnregisterClientRequestHeader,
 ) -> Handled {
-    match code {
-        RequestCode::HeartBeat => heartbeat(ctx, conn, req),
-        RequestCode::UnregisterClient => {
-            let ext = req.ext();
-            let change = ctx.clients.unregister(
-                conn.id,
-                ext.get_str("producerGroup"),
-                ext.get_str("consumerGroup"),
-            );
-            notify_group_changes(ctx, &change);
-            Ok(success())
-        }
-        RequestCode::GetConsumerListByGroup => {
-            let group = req.ext().req_str("consumerGroup")?;
-            let ids = ctx.clients.consumer_ids(group);
-            if ids.is_empty() {
-                return Err(Refusal::new(
-                    ResponseCode::SystemError,
-                    format!("no consumer for this group, {group}"),
-                ));
-            }
-            let body = serde_json::json!({ "consumerIdList": ids }).to_string();
-            Ok(success().with_body(body.into_bytes()))
-        }
-        RequestCode::CheckClientConfig => {
-            // Java's push consumer asks before it starts whether this broker
-            // can serve its subscription (SQL92 needs enablePropertyFilter).
-            let body: CheckClientBody = rmq_common::json::from_slice(
-                req.body.as_deref().unwrap_or_default(),
-            )
-            .map_err(|e| {
-                Refusal::new(
-                    ResponseCode::SystemError,
-                    format!("CHECK_CLIENT_CONFIG body is not valid: {e}"),
-                )
-            })?;
-            if let Some(sub) = body.subscription_data {
-                super::pull::build_filter(ctx, sub.expression_type.as_deref(), &sub.sub_string)?;
-            }
-            Ok(success())
-        }
-        _ => Err(Refusal::new(
-            ResponseCode::RequestCodeNotSupported,
-            "not a client request",
-        )),
+    let change = table.clients.unregister(
+        conn.id,
+        h.producer_group.as_deref(),
+        h.consumer_group.as_deref(),
+    );
+    notify_group_changes(&table.clients, &change);
+    Ok(success())
+}
+
+/// GET_CONSUMER_LIST_BY_GROUP.
+pub(crate) fn consumer_list(
+    table: &ClientTable,
+    h: GetConsumerListByGroupRequestHeader,
+) -> Handled {
+    let group = h.consumer_group;
+    let ids = table.clients.consumer_ids(&group);
+    if ids.is_empty() {
+        return Err(Refusal::new(
+            ResponseCode::SystemError,
+            format!("no consumer for this group, {group}"),
+        ));
     }
+    let body = serde_json::json!({ "consumerIdList": ids }).to_string();
+    Ok(success().with_body(body.into_bytes()))
+}
+
+/// CHECK_CLIENT_CONFIG: Java's push consumer asks before it starts whether
+/// this broker can serve its subscription (SQL92 needs
+/// enablePropertyFilter).
+pub(crate) fn check_config(table: &ClientTable, req: &RemotingCommand) -> Handled {
+    let body: CheckClientBody =
+        rmq_common::json::from_slice(req.body.as_deref().unwrap_or_default()).map_err(|e| {
+            Refusal::new(
+                ResponseCode::SystemError,
+                format!("CHECK_CLIENT_CONFIG body is not valid: {e}"),
+            )
+        })?;
+    if let Some(sub) = body.subscription_data {
+        super::pull::build_filter(
+            table.enable_property_filter,
+            sub.expression_type.as_deref(),
+            &sub.sub_string,
+        )?;
+    }
+    Ok(success())
 }
 
 /// A heartbeat body past this many bytes (a client with dozens of groups)
 /// is handled on a blocking thread: a client with thousands of new groups
 /// creates them all in one go, and the request threads go on serving
 /// everyone else meanwhile.
-pub const HEARTBEAT_INLINE_BYTES: usize = 16 * 1024;
+pub(crate) const HEARTBEAT_INLINE_BYTES: usize = 16 * 1024;
 
 /// HEART_BEAT: the client's groups and subscriptions, registered. Every
 /// consumer group gets its subscription group and its retry topic, as
@@ -106,8 +107,8 @@ pub const HEARTBEAT_INLINE_BYTES: usize = 16 * 1024;
 /// topic's queue count is the group's retryQueueNums (a group is created
 /// with the defaults on first sight, unless autoCreateSubscriptionGroup is
 /// off).
-pub fn heartbeat(
-    ctx: &Arc<BrokerContext>,
+pub(crate) fn heartbeat(
+    table: &Arc<ClientTable>,
     conn: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> Handled {
@@ -120,10 +121,10 @@ pub fn heartbeat(
     })?;
     check_names(&hb)?;
     let names = hb.consumer_data_set.iter().map(|c| c.group_name.as_str());
-    let configs = if ctx.settings.broker.auto_create_subscription_group {
-        ctx.groups.get_or_create(names)
+    let configs = if table.auto_create_subscription_group {
+        table.groups.get_or_create(names)
     } else {
-        names.filter_map(|g| ctx.groups.get(g)).collect()
+        names.filter_map(|g| table.groups.get(g)).collect()
     };
     // One pass per distinct retry queue count (usually one).
     let mut retry: std::collections::BTreeMap<i32, Vec<String>> = Default::default();
@@ -135,20 +136,22 @@ pub fn heartbeat(
     }
     let created: usize = retry
         .into_iter()
-        .map(|(queues, topics)| ctx.topics.create_missing(topics, queues))
+        .map(|(queues, topics)| table.topics.create_missing(topics, queues))
         .sum();
     if created > 0 {
-        ctx.topics_changed.notify_one();
+        table.topics_changed.notify_one();
     }
-    let change = ctx.clients.heartbeat(conn, &hb, req.language, req.version);
-    notify_group_changes(ctx, &change);
+    let change = table
+        .clients
+        .heartbeat(conn, &hb, req.language, req.version);
+    notify_group_changes(&table.clients, &change);
     Ok(success())
 }
 
 /// Tells each member of a changed consumer group to rebalance.
-pub fn notify_group_changes(ctx: &BrokerContext, change: &GroupChange) {
+pub(crate) fn notify_group_changes(clients: &ClientManager, change: &GroupChange) {
     for group in &change.groups {
-        for conn in ctx.clients.consumer_connections(group) {
+        for conn in clients.consumer_connections(group) {
             let mut cmd = RemotingCommand::request(RequestCode::NotifyConsumerIdsChanged);
             cmd.put_ext("consumerGroup", group);
             cmd.mark_oneway();

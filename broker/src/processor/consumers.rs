@@ -11,11 +11,15 @@ use std::time::Duration;
 use rmq_common::json::write::object_keyed_map;
 use rmq_common::message::msg_id::decode_offset_msg_id;
 use rmq_common::remoting::body::MessageQueue;
+use rmq_common::remoting::header::{
+    ConsumeMessageDirectlyRequestHeader, ConsumerRunningInfoRequestHeader,
+    ConsumerStatusRequestHeader,
+};
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 
+use super::parts::Consumption;
 use super::{blocking, success, Handled, Refusal};
 use crate::clients::CallError;
-use crate::context::BrokerContext;
 
 /// How long a member has to report its offsets (Java: 5 s).
 const STATUS_TIMEOUT: Duration = Duration::from_secs(5);
@@ -24,31 +28,44 @@ const FORWARD_TIMEOUT: Duration = Duration::from_secs(10);
 /// `CONSUME_MSG_TIMEOUT`: the client did not answer in time.
 const CONSUME_MSG_TIMEOUT: i32 = 207;
 
-/// Handles the requests answered by consumers.
-pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {
-    match code {
-        RequestCode::InvokeBrokerToGetConsumerStatus => consumer_status(ctx, req).await,
-        RequestCode::GetConsumerRunningInfo => forward(ctx, code, req, req.body.clone()).await,
-        RequestCode::ConsumeMessageDirectly => {
-            let body = stored_message(ctx, req).await?;
-            forward(ctx, code, req, Some(body.into())).await
-        }
-        _ => Err(Refusal::new(
-            ResponseCode::RequestCodeNotSupported,
-            "not a request answered by consumers",
-        )),
-    }
+/// GET_CONSUMER_RUNNING_INFO: forwarded with the caller's body.
+pub(crate) async fn running_info(
+    cons: &Arc<Consumption>,
+    req: &RemotingCommand,
+    h: ConsumerRunningInfoRequestHeader,
+) -> Handled {
+    let to = Forward {
+        code: RequestCode::GetConsumerRunningInfo,
+        with_broker_name: false,
+        group: &h.consumer_group,
+        client_id: h.client_id.as_deref().unwrap_or_default(),
+    };
+    forward(cons, to, req, req.body.clone()).await
+}
+
+/// CONSUME_MESSAGE_DIRECTLY: forwarded with the stored message as body.
+pub(crate) async fn consume_directly(
+    cons: &Arc<Consumption>,
+    req: &RemotingCommand,
+    h: ConsumeMessageDirectlyRequestHeader,
+) -> Handled {
+    let body = stored_message(cons, &h.msg_id).await?;
+    let to = Forward {
+        code: RequestCode::ConsumeMessageDirectly,
+        with_broker_name: true,
+        group: &h.consumer_group,
+        client_id: h.client_id.as_deref().unwrap_or_default(),
+    };
+    forward(cons, to, req, Some(body.into())).await
 }
 
 /// Java's `Broker2Client.getConsumeStatus`: asks every member (or only the
 /// one whose client id is `clientAddr`) for its offsets of `topic`; a
 /// member that does not answer is left out.
-async fn consumer_status(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
-    let ext = req.ext();
-    let topic = ext.req_str("topic")?;
-    let group = ext.req_str("group")?;
-    let only = ext.get_str("clientAddr").filter(|c| !c.is_empty());
-    let members = ctx.clients.consumer_members(group);
+pub(crate) async fn status(cons: &Arc<Consumption>, h: ConsumerStatusRequestHeader) -> Handled {
+    let (topic, group) = (h.topic.as_str(), h.group.as_str());
+    let only = h.client_addr.as_deref();
+    let members = cons.clients.consumer_members(group);
     if members.is_empty() {
         return Err(Refusal::new(
             ResponseCode::SystemError,
@@ -63,7 +80,7 @@ async fn consumer_status(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Han
         let mut ask = RemotingCommand::request(RequestCode::GetConsumerStatusFromClient);
         ask.put_ext("topic", topic);
         ask.put_ext("group", group);
-        match ctx.calls.call(&conn, ask, STATUS_TIMEOUT).await {
+        match cons.calls.call(&conn, ask, STATUS_TIMEOUT).await {
             Ok(answer) if answer.code == ResponseCode::Success.code() => {
                 match status_queues(answer.body.as_deref().unwrap_or_default()) {
                     Some(queues) => table.push((client_id.clone(), queues)),
@@ -115,18 +132,15 @@ fn status_queues(body: &[u8]) -> Option<String> {
 
 /// The stored record CONSUME_MESSAGE_DIRECTLY hands the client: the
 /// message its offset message id names.
-async fn stored_message(
-    ctx: &Arc<BrokerContext>,
-    req: &RemotingCommand,
-) -> Result<Vec<u8>, Refusal> {
-    let msg_id = req.ext().req_str("msgId")?.to_owned();
+async fn stored_message(cons: &Arc<Consumption>, msg_id: &str) -> Result<Vec<u8>, Refusal> {
+    let msg_id = msg_id.to_owned();
     let (_, offset) = decode_offset_msg_id(&msg_id).map_err(|e| {
         Refusal::new(
             ResponseCode::SystemError,
             format!("msgId {msg_id:?} is not an offset message id: {e}"),
         )
     })?;
-    let store = Arc::clone(&ctx.store);
+    let store = Arc::clone(&cons.store);
     blocking(move || store.record_at(offset).map(|s| s.bytes().to_vec()))
         .await?
         .ok_or_else(|| {
@@ -137,18 +151,33 @@ async fn stored_message(
         })
 }
 
+/// Where a request answered by one consumer goes.
+struct Forward<'a> {
+    /// The code it is forwarded with (the caller's).
+    code: RequestCode,
+    /// Whether `brokerName` is added to the fields.
+    with_broker_name: bool,
+    /// `consumerGroup`.
+    group: &'a str,
+    /// `clientId`.
+    client_id: &'a str,
+}
+
 /// Java's `callConsumer`: the request goes to the client `clientId` of
 /// `consumerGroup` with the caller's fields; its answer comes back whole.
 async fn forward(
-    ctx: &Arc<BrokerContext>,
-    code: RequestCode,
+    cons: &Arc<Consumption>,
+    to: Forward<'_>,
     req: &RemotingCommand,
     body: Option<bytes::Bytes>,
 ) -> Handled {
-    let ext = req.ext();
-    let group = ext.req_str("consumerGroup")?;
-    let client_id = ext.get_str("clientId").unwrap_or_default();
-    let conn = ctx
+    let Forward {
+        code,
+        with_broker_name,
+        group,
+        client_id,
+    } = to;
+    let conn = cons
         .clients
         .consumer_members(group)
         .into_iter()
@@ -162,11 +191,11 @@ async fn forward(
         })?;
     let mut ask = RemotingCommand::request(code);
     ask.ext_fields.clone_from(&req.ext_fields);
-    if code == RequestCode::ConsumeMessageDirectly {
-        ask.put_ext("brokerName", ctx.settings.broker.broker_name.clone());
+    if with_broker_name {
+        ask.put_ext("brokerName", cons.broker_name.clone());
     }
     ask.body = body;
-    match ctx.calls.call(&conn, ask, FORWARD_TIMEOUT).await {
+    match cons.calls.call(&conn, ask, FORWARD_TIMEOUT).await {
         Ok(answer) => {
             let mut out = RemotingCommand::response(
                 ResponseCode::from_i32(answer.code).unwrap_or(ResponseCode::SystemError),

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use rmq_common::config::CqBackend;
-use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_common::remoting::header::{CqBackendRequestHeader, CqVerifyRequestHeader};
+use rmq_common::remoting::ResponseCode;
 use serde::Serialize;
 
 use super::{blocking, json_success, Handled, Refusal};
-use crate::context::BrokerContext;
-use crate::store::{BackendStatus, CqAdminError, VerifyError, VerifyOptions};
+use crate::store::{BackendStatus, CqAdminError, MessageStore, VerifyError, VerifyOptions};
 
 /// One backend in a status answer.
 #[derive(Debug, Serialize)]
@@ -43,68 +43,71 @@ impl From<BackendStatus> for StatusRow {
     }
 }
 
-/// Answers one of the codes above.
-pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {
-    let store = Arc::clone(&ctx.store);
-    match code {
-        RequestCode::RmqCqStatus => {
-            let rows: Vec<StatusRow> = store.cq_status().into_iter().map(Into::into).collect();
-            json_success(&rows)
-        }
-        RequestCode::RmqCqVerify => {
-            let ext = req.ext();
-            let every = ext.get_i64("every")?.unwrap_or(1);
-            if every < 1 {
-                return Err(Refusal::new(
-                    ResponseCode::SystemError,
-                    format!("every must be at least 1 (1 compares every unit), got {every}"),
-                ));
-            }
-            let max_differences = ext.get_i32("maxDifferences")?.unwrap_or(20).max(1);
-            let opts = VerifyOptions {
-                every: every as u64,
-                max_differences: max_differences as usize,
-            };
-            let report = blocking(move || store.verify_consume_queues(opts))
-                .await?
-                .map_err(|e| match e {
-                    VerifyError::NoShadow => Refusal::new(ResponseCode::SystemError, e.to_string()),
-                    VerifyError::Store(e) => {
-                        Refusal::new(ResponseCode::SystemError, format!("verify failed: {e}"))
-                    }
-                })?;
-            json_success(&report)
-        }
-        RequestCode::RmqCqAddShadow | RequestCode::RmqCqServe => {
-            let backend = backend_field(req)?;
-            blocking(move || {
-                if code == RequestCode::RmqCqAddShadow {
-                    store.add_shadow(backend)
-                } else {
-                    store.serve(backend)
-                }
-            })
-            .await?
-            .map_err(refusal)?;
-            let rows: Vec<StatusRow> = ctx.store.cq_status().into_iter().map(Into::into).collect();
-            json_success(&rows)
-        }
-        RequestCode::RmqCqDropShadow => {
-            let dropped = blocking(move || store.drop_shadow())
-                .await?
-                .map_err(refusal)?;
-            json_success(&serde_json::json!({ "dropped": dropped.map(|b| b.to_string()) }))
-        }
-        _ => Err(Refusal::new(
-            ResponseCode::RequestCodeNotSupported,
-            format!("{code} is not a consume-queue backend code"),
-        )),
+/// The backends' status rows.
+fn status_rows(store: &MessageStore) -> Vec<StatusRow> {
+    store.cq_status().into_iter().map(Into::into).collect()
+}
+
+/// RMQ_CQ_STATUS.
+pub(crate) fn status(store: &MessageStore) -> Handled {
+    json_success(&status_rows(store))
+}
+
+/// RMQ_CQ_VERIFY.
+pub(crate) async fn verify(store: &Arc<MessageStore>, h: CqVerifyRequestHeader) -> Handled {
+    let every = h.every.unwrap_or(1);
+    if every < 1 {
+        return Err(Refusal::new(
+            ResponseCode::SystemError,
+            format!("every must be at least 1 (1 compares every unit), got {every}"),
+        ));
     }
+    let max_differences = h.max_differences.unwrap_or(20).max(1);
+    let opts = VerifyOptions {
+        every: every as u64,
+        max_differences: max_differences as usize,
+    };
+    let store = Arc::clone(store);
+    let report = blocking(move || store.verify_consume_queues(opts))
+        .await?
+        .map_err(|e| match e {
+            VerifyError::NoShadow => Refusal::new(ResponseCode::SystemError, e.to_string()),
+            VerifyError::Store(e) => {
+                Refusal::new(ResponseCode::SystemError, format!("verify failed: {e}"))
+            }
+        })?;
+    json_success(&report)
+}
+
+/// RMQ_CQ_ADD_SHADOW.
+pub(crate) async fn add_shadow(store: &Arc<MessageStore>, h: CqBackendRequestHeader) -> Handled {
+    let backend = backend_field(&h.backend)?;
+    let s = Arc::clone(store);
+    blocking(move || s.add_shadow(backend))
+        .await?
+        .map_err(refusal)?;
+    json_success(&status_rows(store))
+}
+
+/// RMQ_CQ_SERVE.
+pub(crate) async fn serve(store: &Arc<MessageStore>, h: CqBackendRequestHeader) -> Handled {
+    let backend = backend_field(&h.backend)?;
+    let s = Arc::clone(store);
+    blocking(move || s.serve(backend)).await?.map_err(refusal)?;
+    json_success(&status_rows(store))
+}
+
+/// RMQ_CQ_DROP_SHADOW.
+pub(crate) async fn drop_shadow(store: &Arc<MessageStore>) -> Handled {
+    let store = Arc::clone(store);
+    let dropped = blocking(move || store.drop_shadow())
+        .await?
+        .map_err(refusal)?;
+    json_success(&serde_json::json!({ "dropped": dropped.map(|b| b.to_string()) }))
 }
 
 /// The `backend` field: file or rocksdb (RocketMQ's names accepted).
-fn backend_field(req: &RemotingCommand) -> Result<CqBackend, Refusal> {
-    let name = req.ext().req_str("backend")?;
+fn backend_field(name: &str) -> Result<CqBackend, Refusal> {
     match name.trim().to_ascii_lowercase().as_str() {
         "file" | "default" => Ok(CqBackend::File),
         "rocksdb" | "defaultrocksdb" => Ok(CqBackend::Rocksdb),

@@ -3,17 +3,22 @@
 //! DELETE_SUBSCRIPTIONGROUP, GET_CONSUMER_CONNECTION_LIST,
 //! GET_PRODUCER_CONNECTION_LIST and INVOKE_BROKER_TO_RESET_OFFSET (mqadmin
 //! updateSubGroup, deleteSubGroup, consumerConnection, producerConnection,
-//! resetOffsetByTime).
+//! resetOffsetByTime), with GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+//! GET_ALL_PRODUCER_INFO, CLONE_GROUP_OFFSET and QUERY_CORRECTION_OFFSET.
 
 use std::sync::Arc;
 
 use rmq_common::cq::Boundary;
 use rmq_common::names::validate_group;
+use rmq_common::remoting::header::{
+    CloneGroupOffsetRequestHeader, ConsumerConnectionRequestHeader, CorrectionOffsetRequestHeader,
+    DeleteGroupRequestHeader, ProducerConnectionRequestHeader, ResetOffsetRequestHeader,
+};
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 
+use super::parts::Consumption;
 use super::stats::{keyed_body, queue};
 use super::{blocking, json_success, success, Handled, Refusal};
-use crate::context::BrokerContext;
 use rmq_common::remoting::body::{SubscriptionGroupConfig, SubscriptionGroupList};
 
 /// A group config as an admin sent it, checked.
@@ -26,130 +31,142 @@ fn checked_group(config: &SubscriptionGroupConfig) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Handles group administration.
-pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {
-    let ext = req.ext();
-    match code {
-        RequestCode::UpdateAndCreateSubscriptionGroup => {
-            let config: SubscriptionGroupConfig = rmq_common::json::from_slice(
-                req.body.as_deref().unwrap_or_default(),
+/// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP.
+pub(crate) async fn create(cons: &Arc<Consumption>, req: &RemotingCommand) -> Handled {
+    let config: SubscriptionGroupConfig =
+        rmq_common::json::from_slice(req.body.as_deref().unwrap_or_default()).map_err(|e| {
+            Refusal::new(
+                ResponseCode::SystemError,
+                format!("subscription group body is not valid: {e}"),
             )
-            .map_err(|e| {
-                Refusal::new(
-                    ResponseCode::SystemError,
-                    format!("subscription group body is not valid: {e}"),
-                )
-            })?;
-            checked_group(&config)?;
-            let name = config.group_name.clone();
-            let groups = Arc::clone(&ctx.groups);
-            blocking(move || groups.upsert(config)).await??;
-            tracing::info!(group = name, "subscription group created or updated");
-            Ok(success())
-        }
-        RequestCode::UpdateAndCreateSubscriptionGroupList => {
-            let list: SubscriptionGroupList =
-                rmq_common::json::from_slice(req.body.as_deref().unwrap_or_default()).map_err(
-                    |e| {
-                        Refusal::new(
-                            ResponseCode::SystemError,
-                            format!("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST body is not a groupConfigList JSON: {e}"),
-                        )
-                    },
-                )?;
-            // All or nothing: one bad group and none is applied.
-            for config in &list.group_config_list {
-                checked_group(config)?;
-            }
-            let count = list.group_config_list.len();
-            let groups = Arc::clone(&ctx.groups);
-            blocking(move || groups.upsert_many(list.group_config_list)).await??;
-            tracing::info!(
-                count,
-                "subscription groups created or updated in one request"
-            );
-            Ok(success())
-        }
-        RequestCode::DeleteSubscriptionGroup => {
-            let group = ext.req_str("groupName")?.to_owned();
-            let remove_offset = ext.get_bool("removeOffset")?.unwrap_or(false);
-            let groups = Arc::clone(&ctx.groups);
-            let g = group.clone();
-            // Java deletes a group that does not exist without complaint.
-            blocking(move || groups.delete(&g)).await??;
-            if remove_offset {
-                ctx.offsets.remove_group(&group);
-            }
-            tracing::info!(group, remove_offset, "subscription group deleted");
-            Ok(success())
-        }
-        RequestCode::GetConsumerConnectionList => {
-            let group = ext.req_str("consumerGroup")?;
-            let conn = ctx.clients.consumer_connection(group).ok_or_else(|| {
-                Refusal::new(
-                    ResponseCode::ConsumerNotOnline,
-                    format!("the consumer group[{group}] not online"),
-                )
-            })?;
-            json_success(&conn)
-        }
-        RequestCode::GetProducerConnectionList => {
-            let group = ext.req_str("producerGroup")?;
-            let set = ctx.clients.producer_connection(group);
-            if set.is_empty() {
-                return Err(Refusal::new(
-                    ResponseCode::SystemError,
-                    format!("the producer group[{group}] not exist"),
-                ));
-            }
-            json_success(&serde_json::json!({ "connectionSet": set }))
-        }
-        RequestCode::InvokeBrokerToResetOffset => {
-            let topic = ext.req_str("topic")?.to_owned();
-            let group = ext.req_str("group")?.to_owned();
-            let timestamp = ext.req_i64("timestamp")?;
-            let force = ext.get_bool("isForce")?.unwrap_or(true);
-            let ctx2 = Arc::clone(ctx);
-            blocking(move || reset_offset(&ctx2, &topic, &group, timestamp, force)).await?
-        }
-        RequestCode::GetAllSubscriptiongroupConfig => Ok(success().with_body(
-            ctx.groups
-                .wrapper_json()
-                .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?,
-        )),
-        RequestCode::GetAllProducerInfo => {
-            json_success(&serde_json::json!({ "data": ctx.clients.producer_table() }))
-        }
-        RequestCode::CloneGroupOffset => {
-            let src = ext.req_str("srcGroup")?;
-            let dest = ext.req_str("destGroup")?;
-            validate_group(dest)
-                .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
-            let topic = ext.get_str("topic").filter(|t| !t.is_empty());
-            let offline = ext.get_bool("offline")?.unwrap_or(false);
-            let cloned = clone_offsets(ctx, src, dest, topic, offline);
-            tracing::info!(src, dest, topic, cloned, "group offsets cloned");
-            Ok(success())
-        }
-        RequestCode::QueryCorrectionOffset => {
-            let topic = ext.req_str("topic")?.to_owned();
-            let compare = ext.req_str("compareGroup")?.to_owned();
-            let filter: Vec<String> = ext
-                .get_str("filterGroups")
-                .unwrap_or_default()
-                .split(',')
-                .map(str::trim)
-                .filter(|g| !g.is_empty())
-                .map(str::to_owned)
-                .collect();
-            let ctx2 = Arc::clone(ctx);
-            blocking(move || correction_offsets(&ctx2, &topic, &compare, &filter)).await?
-        }
-        _ => Err(Refusal::new(
-            ResponseCode::RequestCodeNotSupported,
-            "not a group request",
-        )),
+        })?;
+    checked_group(&config)?;
+    let name = config.group_name.clone();
+    let groups = Arc::clone(&cons.groups);
+    blocking(move || groups.upsert(config)).await??;
+    tracing::info!(group = name, "subscription group created or updated");
+    Ok(success())
+}
+
+/// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST: all or nothing, one bad group
+/// and none is applied.
+pub(crate) async fn create_list(cons: &Arc<Consumption>, req: &RemotingCommand) -> Handled {
+    let list: SubscriptionGroupList =
+        rmq_common::json::from_slice(req.body.as_deref().unwrap_or_default()).map_err(|e| {
+            Refusal::new(
+                ResponseCode::SystemError,
+                format!(
+                "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST body is not a groupConfigList JSON: {e}"
+            ),
+            )
+        })?;
+    for config in &list.group_config_list {
+        checked_group(config)?;
     }
+    let count = list.group_config_list.len();
+    let groups = Arc::clone(&cons.groups);
+    blocking(move || groups.upsert_many(list.group_config_list)).await??;
+    tracing::info!(
+        count,
+        "subscription groups created or updated in one request"
+    );
+    Ok(success())
+}
+
+/// DELETE_SUBSCRIPTIONGROUP. Java deletes a group that does not exist
+/// without complaint.
+pub(crate) async fn delete(cons: &Arc<Consumption>, h: DeleteGroupRequestHeader) -> Handled {
+    let group = h.group_name;
+    let remove_offset = h.remove_offset.unwrap_or(false);
+    let groups = Arc::clone(&cons.groups);
+    let g = group.clone();
+    blocking(move || groups.delete(&g)).await??;
+    if remove_offset {
+        cons.offsets.remove_group(&group);
+    }
+    tracing::info!(group, remove_offset, "subscription group deleted");
+    Ok(success())
+}
+
+/// GET_CONSUMER_CONNECTION_LIST.
+pub(crate) fn consumer_connections(
+    cons: &Consumption,
+    h: ConsumerConnectionRequestHeader,
+) -> Handled {
+    let group = h.consumer_group;
+    let conn = cons.clients.consumer_connection(&group).ok_or_else(|| {
+        Refusal::new(
+            ResponseCode::ConsumerNotOnline,
+            format!("the consumer group[{group}] not online"),
+        )
+    })?;
+    json_success(&conn)
+}
+
+/// GET_PRODUCER_CONNECTION_LIST.
+pub(crate) fn producer_connections(
+    cons: &Consumption,
+    h: ProducerConnectionRequestHeader,
+) -> Handled {
+    let group = h.producer_group;
+    let set = cons.clients.producer_connection(&group);
+    if set.is_empty() {
+        return Err(Refusal::new(
+            ResponseCode::SystemError,
+            format!("the producer group[{group}] not exist"),
+        ));
+    }
+    json_success(&serde_json::json!({ "connectionSet": set }))
+}
+
+/// INVOKE_BROKER_TO_RESET_OFFSET.
+pub(crate) async fn reset_offset(cons: &Arc<Consumption>, h: ResetOffsetRequestHeader) -> Handled {
+    let force = h.is_force.unwrap_or(true);
+    let cons2 = Arc::clone(cons);
+    blocking(move || reset_offsets(&cons2, &h.topic, &h.group, h.timestamp, force)).await?
+}
+
+/// GET_ALL_SUBSCRIPTIONGROUP_CONFIG.
+pub(crate) fn all(cons: &Consumption) -> Handled {
+    Ok(success().with_body(
+        cons.groups
+            .wrapper_json()
+            .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?,
+    ))
+}
+
+/// GET_ALL_PRODUCER_INFO.
+pub(crate) fn producers(cons: &Consumption) -> Handled {
+    json_success(&serde_json::json!({ "data": cons.clients.producer_table() }))
+}
+
+/// CLONE_GROUP_OFFSET.
+pub(crate) fn clone_offset(cons: &Consumption, h: CloneGroupOffsetRequestHeader) -> Handled {
+    let (src, dest) = (h.src_group.as_str(), h.dest_group.as_str());
+    validate_group(dest).map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+    let topic = h.topic.as_deref();
+    let offline = h.offline.unwrap_or(false);
+    let cloned = clone_offsets(cons, src, dest, topic, offline);
+    tracing::info!(src, dest, topic, cloned, "group offsets cloned");
+    Ok(success())
+}
+
+/// QUERY_CORRECTION_OFFSET.
+pub(crate) async fn correction_offset(
+    cons: &Arc<Consumption>,
+    h: CorrectionOffsetRequestHeader,
+) -> Handled {
+    let filter: Vec<String> = h
+        .filter_groups
+        .as_deref()
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let cons2 = Arc::clone(cons);
+    blocking(move || correction_offsets(&cons2, &h.topic, &h.compare_group, &filter)).await?
 }
 
 /// CLONE_GROUP_OFFSET: `dest` takes `src`'s committed offsets of `topic`
@@ -158,16 +175,16 @@ pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingC
 /// queues copied. (Java 4.9 copies only the named topic whatever the loop
 /// finds, so with no topic it copies nothing; this copies what it says.)
 fn clone_offsets(
-    ctx: &BrokerContext,
+    cons: &Consumption,
     src: &str,
     dest: &str,
     topic: Option<&str>,
     offline: bool,
 ) -> usize {
-    let online = ctx.clients.consumer_connection(src);
+    let online = cons.clients.consumer_connection(src);
     let mut copied = 0;
-    for (t, q, offset) in ctx.offsets.group_offsets(src) {
-        if topic.is_some_and(|want| want != t) || ctx.topics.get(&t).is_none() {
+    for (t, q, offset) in cons.offsets.group_offsets(src) {
+        if topic.is_some_and(|want| want != t) || cons.topics.get(&t).is_none() {
             continue;
         }
         if !offline
@@ -177,7 +194,7 @@ fn clone_offsets(
         {
             continue;
         }
-        ctx.offsets.commit(dest, &t, q, offset);
+        cons.offsets.commit(dest, &t, q, offset);
         copied += 1;
     }
     copied
@@ -189,23 +206,23 @@ fn clone_offsets(
 /// Java 4.9 also deletes the filtered groups' offsets as a side effect of
 /// leaving them out; this leaves them alone.
 fn correction_offsets(
-    ctx: &BrokerContext,
+    cons: &Consumption,
     topic: &str,
     compare: &str,
     filter: &[String],
 ) -> Handled {
     let mut min: std::collections::BTreeMap<i32, i64> = std::collections::BTreeMap::new();
-    for (group, t, q, offset) in ctx.offsets.all() {
+    for (group, t, q, offset) in cons.offsets.all() {
         if t != topic || filter.contains(&group) {
             continue;
         }
-        if offset >= ctx.store.min_offset_in_queue(topic, q)? {
+        if offset >= cons.store.min_offset_in_queue(topic, q)? {
             let e = min.entry(q).or_insert(offset);
             *e = (*e).min(offset);
         }
     }
     for (q, v) in &mut min {
-        if let Some(c) = ctx.offsets.query(compare, topic, *q) {
+        if let Some(c) = cons.offsets.query(compare, topic, *q) {
             if *v > c {
                 *v = i64::MAX;
             }
@@ -221,23 +238,23 @@ fn correction_offsets(
 /// RESET_CONSUMER_CLIENT_OFFSET, which resets and commits them. With no
 /// consumer online the answer is CONSUMER_NOT_ONLINE, on which mqadmin
 /// resets through the stored offsets itself.
-fn reset_offset(
-    ctx: &BrokerContext,
+fn reset_offsets(
+    cons: &Consumption,
     topic: &str,
     group: &str,
     timestamp: i64,
     force: bool,
 ) -> Handled {
-    let config = ctx.topics.get(topic).ok_or_else(|| {
+    let config = cons.topics.get(topic).ok_or_else(|| {
         Refusal::new(
             ResponseCode::SystemError,
             format!("[reset-offset] reset offset failed, no topic in this broker. topic={topic}"),
         )
     })?;
-    let store = &ctx.store;
+    let store = &cons.store;
     let mut table = Vec::new();
     for q in 0..config.write_queue_nums {
-        let Some(consumer_offset) = ctx.offsets.query(group, topic, q) else {
+        let Some(consumer_offset) = cons.offsets.query(group, topic, q) else {
             return Err(Refusal::new(
                 ResponseCode::SystemError,
                 format!("THe consumer group <{group}> not exist"),
@@ -254,9 +271,9 @@ fn reset_offset(
         } else {
             consumer_offset
         };
-        table.push((queue(ctx, topic, q), offset));
+        table.push((queue(cons, topic, q), offset));
     }
-    let members = ctx.clients.consumer_connections(group);
+    let members = cons.clients.consumer_connections(group);
     if members.is_empty() {
         return Err(Refusal::new(
             ResponseCode::ConsumerNotOnline,

@@ -7,60 +7,69 @@ use std::sync::Arc;
 
 use rmq_common::cq::CqUnit;
 use rmq_common::remoting::body::MessageQueue;
-use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_common::remoting::header::{
+    BrokerConsumeStatsRequestHeader, ConsumeTimeSpanRequestHeader, QueryConsumeQueueRequestHeader,
+    ViewBrokerStatsRequestHeader,
+};
+use rmq_common::remoting::ResponseCode;
 use serde::Serialize;
 
+use super::parts::Consumption;
 use super::stats::{existing_topic, group_offsets, queue, unsubscribed};
 use super::{blocking, json_success, success, Handled, Refusal};
-use crate::context::BrokerContext;
 use crate::metrics::StatsKind;
 
 /// Most consume-queue entries one QUERY_CONSUME_QUEUE returns.
 const MAX_CQ_ENTRIES: usize = 1_000;
 
-/// Handles the inspection requests.
-pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {
-    let ctx = Arc::clone(ctx);
-    let ext = req.ext();
-    match code {
-        RequestCode::QueryConsumeTimeSpan => {
-            let topic = ext.req_str("topic")?.to_owned();
-            let group = ext.req_str("group")?.to_owned();
-            blocking(move || time_span(&ctx, &topic, &group)).await?
-        }
-        RequestCode::ViewBrokerStatsData => {
-            let name = ext.req_str("statsName")?;
-            let key = ext.req_str("statsKey")?;
-            let views = StatsKind::from_name(name)
-                .and_then(|kind| ctx.items.views(kind, key))
-                .ok_or_else(|| {
-                    Refusal::new(
-                        ResponseCode::SystemError,
-                        format!("The stats <{name}> <{key}> not exist"),
-                    )
-                })?;
-            json_success(&views)
-        }
-        RequestCode::GetBrokerConsumeStats => {
-            let order_only = ext.get_bool("isOrder")?.unwrap_or(false);
-            blocking(move || broker_consume_stats(&ctx, order_only)).await?
-        }
-        RequestCode::QueryConsumeQueue => {
-            let topic = ext.req_str("topic")?.to_owned();
-            let queue_id = ext.req_i32("queueId")?;
-            let index = ext.req_i64("index")?;
-            let count = ext.get_i32("count")?.unwrap_or(10);
-            let group = ext
-                .get_str("consumerGroup")
-                .filter(|g| !g.is_empty())
-                .map(str::to_owned);
-            blocking(move || consume_queue(&ctx, &topic, queue_id, index, count, group)).await?
-        }
-        _ => Err(Refusal::new(
-            ResponseCode::RequestCodeNotSupported,
-            "not an inspection request",
-        )),
-    }
+/// QUERY_CONSUME_TIME_SPAN.
+pub(crate) async fn time_span(cons: &Arc<Consumption>, h: ConsumeTimeSpanRequestHeader) -> Handled {
+    let cons = Arc::clone(cons);
+    blocking(move || time_spans(&cons, &h.topic, &h.group)).await?
+}
+
+/// VIEW_BROKER_STATS_DATA.
+pub(crate) fn stats_data(cons: &Consumption, h: ViewBrokerStatsRequestHeader) -> Handled {
+    let (name, key) = (h.stats_name.as_str(), h.stats_key.as_str());
+    let views = StatsKind::from_name(name)
+        .and_then(|kind| cons.items.views(kind, key))
+        .ok_or_else(|| {
+            Refusal::new(
+                ResponseCode::SystemError,
+                format!("The stats <{name}> <{key}> not exist"),
+            )
+        })?;
+    json_success(&views)
+}
+
+/// GET_BROKER_CONSUME_STATS.
+pub(crate) async fn consume_stats(
+    cons: &Arc<Consumption>,
+    h: BrokerConsumeStatsRequestHeader,
+) -> Handled {
+    let order_only = h.is_order.unwrap_or(false);
+    let cons = Arc::clone(cons);
+    blocking(move || broker_consume_stats(&cons, order_only)).await?
+}
+
+/// QUERY_CONSUME_QUEUE.
+pub(crate) async fn consume_queue(
+    cons: &Arc<Consumption>,
+    h: QueryConsumeQueueRequestHeader,
+) -> Handled {
+    let count = h.count.unwrap_or(10);
+    let cons = Arc::clone(cons);
+    blocking(move || {
+        consume_queue_entries(
+            &cons,
+            &h.topic,
+            h.queue_id,
+            h.index,
+            count,
+            h.consumer_group,
+        )
+    })
+    .await?
 }
 
 /// Java's `QueueTimeSpan`.
@@ -77,9 +86,9 @@ struct QueueTimeSpan {
     min_time_stamp_str: String,
 }
 
-fn time_span(ctx: &BrokerContext, topic: &str, group: &str) -> Handled {
-    let config = existing_topic(ctx, topic)?;
-    let store = &ctx.store;
+fn time_spans(cons: &Consumption, topic: &str, group: &str) -> Handled {
+    let config = existing_topic(cons, topic)?;
+    let store = &cons.store;
     let now = store.clock().now_ms();
     let time_at = |q: i32, offset: i64| -> Result<i64, Refusal> {
         if offset < 0 {
@@ -92,7 +101,7 @@ fn time_span(ctx: &BrokerContext, topic: &str, group: &str) -> Handled {
         let max_offset = store.max_offset_in_queue(topic, q)?;
         let min = store.earliest_message_time(topic, q)?.unwrap_or(-1);
         let max = time_at(q, max_offset - 1)?;
-        let consumer_offset = ctx.offsets.query(group, topic, q).unwrap_or(-1);
+        let consumer_offset = cons.offsets.query(group, topic, q).unwrap_or(-1);
         let consumed = if consumer_offset > 0 {
             time_at(q, consumer_offset - 1)?
         } else {
@@ -118,7 +127,7 @@ fn time_span(ctx: &BrokerContext, topic: &str, group: &str) -> Handled {
             delay_time: delay,
             max_time_stamp: max,
             max_time_stamp_str: java_time(max),
-            message_queue: queue(ctx, topic, q),
+            message_queue: queue(cons, topic, q),
             min_time_stamp: min,
             min_time_stamp_str: java_time(min),
         });
@@ -153,14 +162,18 @@ pub(crate) fn java_time(ms: i64) -> String {
 /// Java's `fetchConsumeStatsInBroker`: every subscription group (and every
 /// group with offsets), the consume stats of each topic it has offsets
 /// for, and the total backlog.
-fn broker_consume_stats(ctx: &BrokerContext, order_only: bool) -> Handled {
-    let mut groups: std::collections::BTreeSet<String> =
-        ctx.groups.all().into_iter().map(|g| g.group_name).collect();
-    groups.extend(ctx.offsets.all().into_iter().map(|(g, _, _, _)| g));
+fn broker_consume_stats(cons: &Consumption, order_only: bool) -> Handled {
+    let mut groups: std::collections::BTreeSet<String> = cons
+        .groups
+        .all()
+        .into_iter()
+        .map(|g| g.group_name)
+        .collect();
+    groups.extend(cons.offsets.all().into_iter().map(|(g, _, _, _)| g));
     let mut total_diff = 0i64;
     let mut list = Vec::new();
     for group in &groups {
-        let mut topics: Vec<String> = ctx
+        let mut topics: Vec<String> = cons
             .offsets
             .group_offsets(group)
             .into_iter()
@@ -168,10 +181,10 @@ fn broker_consume_stats(ctx: &BrokerContext, order_only: bool) -> Handled {
             .collect();
         topics.sort();
         topics.dedup();
-        let online = ctx.clients.consumer_connection(group);
+        let online = cons.clients.consumer_connection(group);
         let mut stats = Vec::new();
         for topic in &topics {
-            let Some(config) = ctx.topics.get(topic) else {
+            let Some(config) = cons.topics.get(topic) else {
                 continue;
             };
             if order_only && !config.order {
@@ -180,7 +193,7 @@ fn broker_consume_stats(ctx: &BrokerContext, order_only: bool) -> Handled {
             if unsubscribed(online.as_ref(), topic) {
                 continue;
             }
-            let table = group_offsets(ctx, group, topic, config.write_queue_nums)?;
+            let table = group_offsets(cons, group, topic, config.write_queue_nums)?;
             total_diff += table
                 .iter()
                 .map(|(_, o)| o.broker_offset - o.consumer_offset)
@@ -189,7 +202,7 @@ fn broker_consume_stats(ctx: &BrokerContext, order_only: bool) -> Handled {
                 .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
             stats.push(format!(
                 "{{\"consumeTps\":{:?},\"offsetTable\":{map}}}",
-                ctx.items.group_get_tps(topic, group)
+                cons.items.group_get_tps(topic, group)
             ));
         }
         list.push(format!(
@@ -200,7 +213,7 @@ fn broker_consume_stats(ctx: &BrokerContext, order_only: bool) -> Handled {
     }
     let body = format!(
         "{{\"brokerAddr\":{},\"consumeStatsList\":[{}],\"totalDiff\":{total_diff}}}",
-        serde_json::Value::from(ctx.store_host.to_string()),
+        serde_json::Value::from(cons.store_host.to_string()),
         list.join(",")
     );
     Ok(success().with_body(body.into_bytes()))
@@ -218,16 +231,16 @@ struct ConsumeQueueData {
 
 /// QUERY_CONSUME_QUEUE: up to `count` entries of a queue from `index`,
 /// read through the configured backend.
-fn consume_queue(
-    ctx: &BrokerContext,
+fn consume_queue_entries(
+    cons: &Consumption,
     topic: &str,
     queue_id: i32,
     index: i64,
     count: i32,
     group: Option<String>,
 ) -> Handled {
-    let store = &ctx.store;
-    let exists = ctx
+    let store = &cons.store;
+    let exists = cons
         .topics
         .get(topic)
         .is_some_and(|c| (0..c.read_queue_nums.max(c.write_queue_nums)).contains(&queue_id));
@@ -243,7 +256,7 @@ fn consume_queue(
     body.insert("maxQueueIndex".into(), max.into());
     body.insert("minQueueIndex".into(), min.into());
     if let Some(group) = &group {
-        match ctx.clients.subscription(group, topic).flatten() {
+        match cons.clients.subscription(group, topic).flatten() {
             Some(sub) => {
                 body.insert(
                     "subscriptionData".into(),

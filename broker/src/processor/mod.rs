@@ -1,24 +1,42 @@
 //! Request processors, one file per request family, and the dispatch from
-//! request code to processor.
+//! request to processor.
+//!
+//! A request is checked and decoded once: the ACL, then the code's rule and
+//! the names its fields carry ([`validate::request`]), then its header into
+//! a typed [`BrokerRequest`] (a missing or bad field is refused naming it),
+//! and one exhaustive match in `serve` hands it to one function per request
+//! code. No handler sees a request code or reads a header field from
+//! `extFields`, and none takes the whole [`BrokerContext`]: each takes the
+//! tables it uses (the store, the topic table, ...) or its family's part
+//! ([`parts::SendPath`], [`parts::PullPath`], ...), built once with the
+//! handler.
+//!
+//! To add a request code: add its row to the table in
+//! `rmq_common::remoting::requests` (value, Java name, where it is served,
+//! its rule and header type; a new header goes in
+//! `rmq_common::remoting::header` with `ext_header!`), write its handler
+//! here taking the header and only the parts of the broker it uses, and add
+//! its arm to `serve` (the compiler asks for it).
 
-pub mod acl_admin;
-pub mod admin;
-pub mod client;
-pub mod consumers;
-pub mod cq_admin;
-pub mod groups;
-pub mod inspect;
-pub mod lock;
-pub mod offsets;
-pub mod pull;
-pub mod query;
-pub mod reply;
-pub mod runtime;
-pub mod send;
-pub mod send_back;
-pub mod stats;
-pub mod transaction;
-pub mod validate;
+pub(crate) mod acl_admin;
+pub(crate) mod admin;
+pub(crate) mod client;
+pub(crate) mod consumers;
+pub(crate) mod cq_admin;
+pub(crate) mod groups;
+pub(crate) mod inspect;
+pub(crate) mod lock;
+pub(crate) mod offsets;
+pub(crate) mod parts;
+pub(crate) mod pull;
+pub(crate) mod query;
+pub(crate) mod reply;
+pub(crate) mod runtime;
+pub(crate) mod send;
+pub(crate) mod send_back;
+pub(crate) mod stats;
+pub(crate) mod transaction;
+pub(crate) mod validate;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -27,16 +45,22 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use parking_lot::Mutex;
 use rmq_common::remoting::catalog::Served;
-use rmq_common::remoting::{HeaderError, RemotingCommand, RequestCode, ResponseCode};
+use rmq_common::remoting::{
+    BrokerRequest, HeaderError, RemotingCommand, RequestCode, ResponseCode,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::context::BrokerContext;
 use crate::remoting::{ConnId, Connection, RequestHandler};
+use parts::Parts;
 
 /// The broker's request handler.
 #[derive(Debug)]
-pub struct BrokerHandler {
+pub(crate) struct BrokerHandler {
+    /// Wiring: the ACL check, the connection count and the client calls
+    /// of a closing connection. Handlers get [`Parts`], never this.
     ctx: Arc<BrokerContext>,
+    parts: Parts,
     gone: ConnectionGone,
     refusals: crate::logging::RateLimiter,
 }
@@ -45,6 +69,7 @@ impl BrokerHandler {
     /// A handler over `ctx`.
     pub fn new(ctx: Arc<BrokerContext>) -> Self {
         Self {
+            parts: Parts::new(&ctx),
             ctx,
             gone: ConnectionGone::default(),
             refusals: crate::logging::RateLimiter::new(REFUSAL_LOG_INTERVAL),
@@ -57,7 +82,7 @@ impl BrokerHandler {
 /// held pull does not outlive its connection. RocketMQ's hold service
 /// likewise never delays shutdown for held pulls.
 #[derive(Debug, Default)]
-pub struct ConnectionGone {
+pub(crate) struct ConnectionGone {
     tokens: Mutex<HashMap<ConnId, CancellationToken>>,
 }
 
@@ -121,7 +146,7 @@ impl RequestHandler for BrokerHandler {
     ) -> BoxFuture<'static, Option<RemotingCommand>> {
         async move {
             let oneway = req.is_oneway();
-            let resp = dispatch(&self.ctx, &self.gone, &conn, &req).await;
+            let resp = dispatch(&self.ctx, &self.parts, &self.gone, &conn, &req).await;
             if let Some(r) = &resp {
                 self.log_refusal(&conn, &req, r);
             }
@@ -157,12 +182,13 @@ impl RequestHandler for BrokerHandler {
         self.gone.closed(conn.id);
         self.ctx.calls.connection_closed(conn.id);
         let change = self.ctx.clients.connection_closed(conn.id);
-        client::notify_group_changes(&self.ctx, &change);
+        client::notify_group_changes(&self.ctx.clients, &change);
     }
 }
 
 async fn dispatch(
-    ctx: &Arc<BrokerContext>,
+    ctx: &BrokerContext,
+    parts: &Parts,
     gone: &ConnectionGone,
     conn: &Arc<Connection>,
     req: &RemotingCommand,
@@ -183,104 +209,123 @@ async fn dispatch(
     let Some(code) = RequestCode::from_i32(req.code) else {
         return Some(unsupported(req.code));
     };
-    if let Err(refusal) = validate::request(ctx, code, req) {
+    if let Err(refusal) = validate::request(&parts.store, &parts.topics, code.rule(), req) {
         return Some(refusal.into_response());
     }
-    let result = match code {
-        RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
-            send::handle(ctx, conn, req).await
-        }
+    let request = match BrokerRequest::decode(code, &req.ext()) {
+        None => return Some(unsupported(req.code)),
+        Some(Err(e)) => return Some(Refusal::from(e).into_response()),
+        Some(Ok(request)) => request,
+    };
+    Some(
+        serve(parts, gone, conn, req, request)
+            .await
+            .unwrap_or_else(Refusal::into_response),
+    )
+}
+
+/// The one match from a decoded request to its handler. `req` is there
+/// for the handlers that read the body (or forward the fields); none reads
+/// a header field from it.
+async fn serve(
+    parts: &Parts,
+    gone: &ConnectionGone,
+    conn: &Arc<Connection>,
+    req: &RemotingCommand,
+    request: BrokerRequest,
+) -> Handled {
+    use BrokerRequest as R;
+    let p = parts;
+    match request {
+        R::SendMessage(h) | R::SendMessageV2(h) => send::send(&p.send, conn, req, h, false).await,
+        R::SendBatchMessage(h) => send::send(&p.send, conn, req, h, true).await,
         // The 5.x client's DefaultLitePullConsumer pulls with its own code and
         // the same header; Java's broker serves both with one processor.
-        RequestCode::PullMessage | RequestCode::LitePullMessage => {
-            pull::handle(ctx, req, || gone.token(conn)).await
+        R::PullMessage(h) | R::LitePullMessage(h) => {
+            pull::pull(&p.pull, h, || gone.token(conn)).await
         }
-        RequestCode::ConsumerSendMsgBack => send_back::handle(ctx, req).await,
-        RequestCode::SendReplyMessage | RequestCode::SendReplyMessageV2 => {
-            reply::handle(ctx, conn, req).await
+        R::ConsumerSendMsgBack(h) => send_back::send_back(&p.send, h).await,
+        R::SendReplyMessage(h) | R::SendReplyMessageV2(h) => {
+            reply::reply(&p.send, conn, req, h).await
         }
-        RequestCode::EndTransaction => transaction::handle(ctx, req).await,
-        RequestCode::QueryConsumerOffset
-        | RequestCode::UpdateConsumerOffset
-        | RequestCode::GetMaxOffset
-        | RequestCode::GetMinOffset
-        | RequestCode::SearchOffsetByTimestamp
-        | RequestCode::GetEarliestMsgStoretime => offsets::handle(ctx, code, req).await,
-        RequestCode::HeartBeat
+        R::EndTransaction(h) => transaction::end(&p.send, h).await,
+        R::QueryConsumerOffset(h) => offsets::query(&p.offsets, &p.store, h).await,
+        R::UpdateConsumerOffset(h) => offsets::update(&p.topics, &p.offsets, h),
+        R::GetMaxOffset(h) => offsets::max(&p.store, h).await,
+        R::GetMinOffset(h) => offsets::min(&p.store, h).await,
+        R::SearchOffsetByTimestamp(h) => offsets::search(&p.store, h).await,
+        R::GetEarliestMsgStoretime(h) => offsets::earliest(&p.store, h).await,
+        // What a slave copies from its master (with 21 and 201).
+        R::GetAllConsumerOffset(_) => offsets::all(&p.offsets),
+        R::GetAllDelayOffset(_) => offsets::all_delay(&p.scheduler),
+        R::HeartBeat(_)
             if req
                 .body
                 .as_ref()
                 .is_some_and(|b| b.len() > client::HEARTBEAT_INLINE_BYTES) =>
         {
-            let (ctx, conn, req) = (Arc::clone(ctx), Arc::clone(conn), req.clone());
-            blocking(move || client::heartbeat(&ctx, &conn, &req))
+            let (table, conn, req) = (Arc::clone(&p.client_table), Arc::clone(conn), req.clone());
+            blocking(move || client::heartbeat(&table, &conn, &req))
                 .await
                 .and_then(|handled| handled)
         }
-        RequestCode::HeartBeat
-        | RequestCode::UnregisterClient
-        | RequestCode::GetConsumerListByGroup
-        | RequestCode::CheckClientConfig => client::handle(ctx, conn, code, req),
-        RequestCode::QueryMessage | RequestCode::ViewMessageById => {
-            query::handle(ctx, code, req).await
+        R::HeartBeat(_) => client::heartbeat(&p.client_table, conn, req),
+        R::UnregisterClient(h) => client::unregister(&p.client_table, conn, h),
+        R::GetConsumerListByGroup(h) => client::consumer_list(&p.client_table, h),
+        R::CheckClientConfig(_) => client::check_config(&p.client_table, req),
+        R::QueryMessage(h) => query::by_key(&p.store, h).await,
+        R::ViewMessageById(h) => query::by_offset(&p.store, h).await,
+        R::UpdateAndCreateTopic(h) => admin::create_topic(&p.admin, h).await,
+        R::UpdateAndCreateTopicList(_) => admin::create_topics(&p.admin, req).await,
+        R::GetAllTopicConfig(_) => admin::all_topics(&p.admin),
+        R::GetBrokerConfig(_) => admin::broker_config(&p.admin),
+        R::DeleteTopicInBroker(h) => admin::delete_topic(&p.admin, h).await,
+        R::DeleteExpiredCommitlog(_) => admin::delete_expired(&p.admin).await,
+        R::CleanExpiredConsumequeue(_) => admin::clean_expired_cq(&p.admin).await,
+        R::CleanUnusedTopic(_) => admin::clean_unused_topic(&p.admin).await,
+        R::GetSystemTopicListFromBroker(_) => admin::system_topics(&p.admin),
+        R::ResumeCheckHalfMessage(h) => admin::resume_check_half(&p.admin, h).await,
+        R::RmqCqStatus(_) => cq_admin::status(&p.store),
+        R::RmqCqVerify(h) => cq_admin::verify(&p.store, h).await,
+        R::RmqCqAddShadow(h) => cq_admin::add_shadow(&p.store, h).await,
+        R::RmqCqServe(h) => cq_admin::serve(&p.store, h).await,
+        R::RmqCqDropShadow(_) => cq_admin::drop_shadow(&p.store).await,
+        R::GetBrokerRuntimeInfo(_) => runtime::runtime_info(&p.admin).await,
+        R::UpdateBrokerConfig(_) => runtime::update_config(&p.admin, req),
+        R::UpdateAndCreateAclConfig(h) => acl_admin::update(&p.acl_admin, h).await,
+        R::DeleteAclConfig(h) => acl_admin::delete(&p.acl_admin, h).await,
+        R::UpdateGlobalWhiteAddrsConfig(h) => acl_admin::global_white(&p.acl_admin, h).await,
+        R::GetBrokerClusterAclInfo(_) => acl_admin::info(&p.acl_admin).await,
+        R::GetBrokerClusterAclConfig(_) => acl_admin::config(&p.acl_admin).await,
+        R::GetTopicStatsInfo(h) => stats::topic_stats(&p.consumption, h).await,
+        R::GetConsumeStats(h) => stats::consume_stats(&p.consumption, h).await,
+        R::QueryTopicConsumeByWho(h) => stats::consumed_by(&p.consumption, h),
+        R::UpdateAndCreateSubscriptionGroup(_) => groups::create(&p.consumption, req).await,
+        R::UpdateAndCreateSubscriptionGroupList(_) => {
+            groups::create_list(&p.consumption, req).await
         }
-        RequestCode::UpdateAndCreateTopic
-        | RequestCode::UpdateAndCreateTopicList
-        | RequestCode::GetAllTopicConfig
-        | RequestCode::GetBrokerConfig => admin::handle(ctx, code, req).await,
-        RequestCode::DeleteExpiredCommitlog => admin::delete_expired(ctx).await,
-        RequestCode::RmqCqStatus
-        | RequestCode::RmqCqVerify
-        | RequestCode::RmqCqAddShadow
-        | RequestCode::RmqCqServe
-        | RequestCode::RmqCqDropShadow => cq_admin::handle(ctx, code, req).await,
-        RequestCode::DeleteTopicInBroker => admin::delete_topic(ctx, req).await,
-        RequestCode::CleanExpiredConsumequeue => admin::clean_expired_cq(ctx).await,
-        RequestCode::GetBrokerRuntimeInfo => runtime::runtime_info(ctx).await,
-        RequestCode::UpdateAndCreateAclConfig => acl_admin::update(ctx, req).await,
-        RequestCode::DeleteAclConfig => acl_admin::delete(ctx, req).await,
-        RequestCode::UpdateGlobalWhiteAddrsConfig => acl_admin::global_white(ctx, req).await,
-        RequestCode::GetBrokerClusterAclInfo => acl_admin::info(ctx).await,
-        RequestCode::GetBrokerClusterAclConfig => acl_admin::config(ctx).await,
-        RequestCode::UpdateBrokerConfig => runtime::update_config(ctx, req),
-        RequestCode::GetTopicStatsInfo
-        | RequestCode::GetConsumeStats
-        | RequestCode::QueryTopicConsumeByWho => stats::handle(ctx, code, req).await,
-        RequestCode::UpdateAndCreateSubscriptionGroup
-        | RequestCode::UpdateAndCreateSubscriptionGroupList
-        | RequestCode::DeleteSubscriptionGroup
-        | RequestCode::GetConsumerConnectionList
-        | RequestCode::GetProducerConnectionList
-        | RequestCode::InvokeBrokerToResetOffset
-        | RequestCode::GetAllSubscriptiongroupConfig
-        | RequestCode::GetAllProducerInfo
-        | RequestCode::CloneGroupOffset
-        | RequestCode::QueryCorrectionOffset => groups::handle(ctx, code, req).await,
-        RequestCode::InvokeBrokerToGetConsumerStatus
-        | RequestCode::GetConsumerRunningInfo
-        | RequestCode::ConsumeMessageDirectly => consumers::handle(ctx, code, req).await,
-        RequestCode::QueryConsumeTimeSpan
-        | RequestCode::ViewBrokerStatsData
-        | RequestCode::GetBrokerConsumeStats
-        | RequestCode::QueryConsumeQueue => inspect::handle(ctx, code, req).await,
-        RequestCode::GetSystemTopicListFromBroker => admin::system_topics(ctx),
-        // What a slave copies from its master (with 21 and 201).
-        RequestCode::GetAllConsumerOffset => ctx
-            .offsets
-            .table_json()
-            .map(|body| success().with_body(body))
-            .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string())),
-        RequestCode::GetAllDelayOffset => json_success(&ctx.scheduler.offsets_json()),
-        RequestCode::CleanUnusedTopic => admin::clean_unused_topic(ctx).await,
-        RequestCode::ResumeCheckHalfMessage => admin::resume_check_half(ctx, req).await,
-        RequestCode::LockBatchMq | RequestCode::UnlockBatchMq => lock::handle(ctx, code, req),
-        RequestCode::GetKvConfig => Ok(RemotingCommand::response(
+        R::DeleteSubscriptionGroup(h) => groups::delete(&p.consumption, h).await,
+        R::GetConsumerConnectionList(h) => groups::consumer_connections(&p.consumption, h),
+        R::GetProducerConnectionList(h) => groups::producer_connections(&p.consumption, h),
+        R::InvokeBrokerToResetOffset(h) => groups::reset_offset(&p.consumption, h).await,
+        R::GetAllSubscriptiongroupConfig(_) => groups::all(&p.consumption),
+        R::GetAllProducerInfo(_) => groups::producers(&p.consumption),
+        R::CloneGroupOffset(h) => groups::clone_offset(&p.consumption, h),
+        R::QueryCorrectionOffset(h) => groups::correction_offset(&p.consumption, h).await,
+        R::InvokeBrokerToGetConsumerStatus(h) => consumers::status(&p.consumption, h).await,
+        R::GetConsumerRunningInfo(h) => consumers::running_info(&p.consumption, req, h).await,
+        R::ConsumeMessageDirectly(h) => consumers::consume_directly(&p.consumption, req, h).await,
+        R::QueryConsumeTimeSpan(h) => inspect::time_span(&p.consumption, h).await,
+        R::ViewBrokerStatsData(h) => inspect::stats_data(&p.consumption, h),
+        R::GetBrokerConsumeStats(h) => inspect::consume_stats(&p.consumption, h).await,
+        R::QueryConsumeQueue(h) => inspect::consume_queue(&p.consumption, h).await,
+        R::LockBatchMq(_) => lock::lock(&p.locks, &p.topics, req),
+        R::UnlockBatchMq(_) => lock::unlock(&p.locks, &p.topics, req),
+        R::GetKvConfig(_) => Ok(RemotingCommand::response(
             ResponseCode::QueryNotFound,
             Some("no KV config on this broker".into()),
         )),
-        _ => return Some(unsupported(req.code)),
-    };
-    Some(result.unwrap_or_else(|e| e.into_response()))
+    }
 }
 
 /// REQUEST_CODE_NOT_SUPPORTED, saying why where the request-code table
@@ -302,7 +347,7 @@ fn unsupported(code: i32) -> RemotingCommand {
 
 /// A request that cannot be served, with the code to answer it with.
 #[derive(Debug)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     code: ResponseCode,
     remark: String,
 }
@@ -371,22 +416,22 @@ impl From<crate::error::MetaError> for Refusal {
 }
 
 /// Result of a processor.
-pub type Handled = Result<RemotingCommand, Refusal>;
+pub(crate) type Handled = Result<RemotingCommand, Refusal>;
 
 /// A successful response with no fields.
-pub fn success() -> RemotingCommand {
+pub(crate) fn success() -> RemotingCommand {
     RemotingCommand::response(ResponseCode::Success, None)
 }
 
 /// A successful response whose body is `value` as JSON.
-pub fn json_success<T: serde::Serialize>(value: &T) -> Handled {
+pub(crate) fn json_success<T: serde::Serialize>(value: &T) -> Handled {
     let body = serde_json::to_vec(value)
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
     Ok(success().with_body(body))
 }
 
 /// Runs blocking store work off the async workers.
-pub async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, Refusal> {
     tokio::task::spawn_blocking(f)

@@ -12,8 +12,8 @@ use rmq_common::remoting::{
 };
 use tokio_util::sync::CancellationToken;
 
+use super::parts::PullPath;
 use super::{blocking, Handled, Refusal};
-use crate::context::BrokerContext;
 use crate::ha::BrokerRole;
 use crate::store::{GetMessageResult, GetRequest, GetStatus, SubscriptionFilter, TagFilter};
 use rmq_common::remoting::body::{SubscriptionGroupConfig, PERM_READ};
@@ -23,26 +23,25 @@ const MASTER_ID: i64 = 0;
 
 /// Handles a pull. `conn_gone` gives a token cancelled once the request's
 /// connection has closed; a held pull ends then, as nobody is left to answer.
-pub async fn handle(
-    ctx: &Arc<BrokerContext>,
-    req: &RemotingCommand,
+pub(crate) async fn pull(
+    path: &Arc<PullPath>,
+    h: PullMessageRequestHeader,
     conn_gone: impl FnOnce() -> CancellationToken,
 ) -> Handled {
-    let h = PullMessageRequestHeader::from_ext(&req.ext())?;
-    if !ctx.runtime.readable() {
+    if !path.runtime.readable() {
         return Err(Refusal::new(
             ResponseCode::NoPermission,
             format!(
                 "the broker[{}] pulling message is forbidden",
-                ctx.store_host
+                path.store_host
             ),
         ));
     }
     validate_group(&h.consumer_group)
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
     validate_topic(&h.topic).map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
-    group_may_pull(ctx, &h.consumer_group)?;
-    let topic = ctx.topics.get(&h.topic).ok_or_else(|| {
+    group_may_pull(path, &h.consumer_group)?;
+    let topic = path.topics.get(&h.topic).ok_or_else(|| {
         Refusal::new(
             ResponseCode::TopicNotExist,
             format!("topic[{}] not exist, apply first please!", h.topic),
@@ -63,17 +62,17 @@ pub async fn handle(
             ),
         ));
     }
-    let filter = subscription_filter(ctx, &h)?;
-    let slave = ctx.settings.broker.broker_role == BrokerRole::Slave;
+    let filter = subscription_filter(path, &h)?;
+    let slave = path.settings.broker.broker_role == BrokerRole::Slave;
     // A slave keeps only offsets sent with UPDATE_CONSUMER_OFFSET (and
     // those it copies from its master), as RocketMQ's.
     if !slave && pull_sys_flag::has_commit_offset(h.sys_flag) && h.commit_offset >= 0 {
-        ctx.offsets
+        path.offsets
             .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
     }
     // What the client asks for, never more than the broker's transfer
     // limits (the store also applies the on-disk ones per message).
-    let store_config = &ctx.settings.store;
+    let store_config = &path.settings.store;
     let limit_bytes = usize::try_from(store_config.max_transfer_bytes_on_message_in_memory_bytes)
         .unwrap_or(usize::MAX);
     let max_bytes = h
@@ -85,18 +84,18 @@ pub async fn handle(
         1,
         store_config.max_transfer_count_on_message_in_memory as usize,
     );
-    let mut result = get(ctx, &h, max_count, max_bytes, &filter).await?;
+    let mut result = get(path, &h, max_count, max_bytes, &filter).await?;
     let suspend = pull_sys_flag::has_suspend(h.sys_flag);
     if suspend && pull_code(&result, h.queue_offset) == ResponseCode::PullNotFound {
-        let wait = if ctx.runtime.long_polling_enable() {
+        let wait = if path.runtime.long_polling_enable() {
             Duration::from_millis(u64::try_from(h.suspend_timeout_millis).unwrap_or(0))
         } else {
-            Duration::from_millis(ctx.runtime.short_polling_time_ms())
+            Duration::from_millis(path.runtime.short_polling_time_ms())
         };
-        let store = Arc::clone(&ctx.store);
+        let store = Arc::clone(&path.store);
         let (topic, queue_id, offset) = (h.topic.clone(), h.queue_id, h.queue_offset);
         let gone = conn_gone();
-        let hold = ctx.pull_hold.wait(&h.topic, h.queue_id, wait, move || {
+        let hold = path.pull_hold.wait(&h.topic, h.queue_id, wait, move || {
             store.max_offset_in_queue(&topic, queue_id).unwrap_or(0) > offset
         });
         let arrived = tokio::select! {
@@ -104,11 +103,11 @@ pub async fn handle(
             () = gone.cancelled() => false,
         };
         if arrived {
-            result = get(ctx, &h, max_count, max_bytes, &filter).await?;
+            result = get(path, &h, max_count, max_bytes, &filter).await?;
         }
     }
     if !result.messages.is_empty() {
-        ctx.items.group_get(
+        path.items.group_get(
             &h.topic,
             &h.consumer_group,
             result.messages.len() as u64,
@@ -116,12 +115,12 @@ pub async fn handle(
         );
     }
     let mut code = pull_code(&result, h.queue_offset);
-    let mut suggest = suggested_broker(ctx, &h.consumer_group, result.far_behind);
-    if slave && code == ResponseCode::PullOffsetMoved && !ctx.settings.broker.offset_check_in_slave
+    let mut suggest = suggested_broker(path, &h.consumer_group, result.far_behind);
+    if slave && code == ResponseCode::PullOffsetMoved && !path.settings.broker.offset_check_in_slave
     {
         // A slave may be behind its master: no correction, ask again.
         code = ResponseCode::PullRetryImmediately;
-        suggest = group_config(ctx, &h.consumer_group).broker_id;
+        suggest = group_config(path, &h.consumer_group).broker_id;
     }
     Ok(response(&result, code, suggest))
 }
@@ -129,11 +128,11 @@ pub async fn handle(
 /// RocketMQ's `suggestWhichBrokerId`: the master, unless slaves may serve
 /// reads (`slaveReadEnable`); then the group's `whichBrokerWhenConsumeSlowly`
 /// for a consumer far behind, else the group's `brokerId`.
-fn suggested_broker(ctx: &BrokerContext, group: &str, far_behind: bool) -> i64 {
-    if !ctx.settings.broker.slave_read_enable {
+fn suggested_broker(path: &PullPath, group: &str, far_behind: bool) -> i64 {
+    if !path.settings.broker.slave_read_enable {
         return MASTER_ID;
     }
-    let g = group_config(ctx, group);
+    let g = group_config(path, group);
     if far_behind {
         g.which_broker_when_consume_slowly
     } else {
@@ -142,19 +141,19 @@ fn suggested_broker(ctx: &BrokerContext, group: &str, far_behind: bool) -> i64 {
 }
 
 /// The group's settings (a group not yet stored has the defaults).
-fn group_config(ctx: &BrokerContext, group: &str) -> SubscriptionGroupConfig {
-    ctx.groups
+fn group_config(path: &PullPath, group: &str) -> SubscriptionGroupConfig {
+    path.groups
         .get(group)
         .unwrap_or_else(|| SubscriptionGroupConfig::named(group))
 }
 
 /// Java's checks of the subscription group: it exists (or is created on
 /// first use), may consume, and may consume by broadcasting if it does.
-fn group_may_pull(ctx: &BrokerContext, group: &str) -> Result<(), Refusal> {
-    let permits = match ctx.groups.permits(group) {
+fn group_may_pull(path: &PullPath, group: &str) -> Result<(), Refusal> {
+    let permits = match path.groups.permits(group) {
         Some(p) => p,
-        None if ctx.settings.broker.auto_create_subscription_group => {
-            ctx.groups.get_or_create([group]);
+        None if path.settings.broker.auto_create_subscription_group => {
+            path.groups.get_or_create([group]);
             return Ok(());
         }
         None => {
@@ -170,7 +169,7 @@ fn group_may_pull(ctx: &BrokerContext, group: &str) -> Result<(), Refusal> {
             format!("subscription group no permission, {group}"),
         ));
     }
-    if !permits.consume_broadcast_enable && ctx.clients.is_broadcasting(group) {
+    if !permits.consume_broadcast_enable && path.clients.is_broadcasting(group) {
         return Err(Refusal::new(
             ResponseCode::NoPermission,
             format!("the consumer group[{group}] can not consume by broadcast way"),
@@ -180,13 +179,13 @@ fn group_may_pull(ctx: &BrokerContext, group: &str) -> Result<(), Refusal> {
 }
 
 async fn get(
-    ctx: &Arc<BrokerContext>,
+    path: &Arc<PullPath>,
     h: &PullMessageRequestHeader,
     max_count: usize,
     max_bytes: usize,
     filter: &SubscriptionFilter,
 ) -> Result<GetMessageResult, Refusal> {
-    let store = Arc::clone(&ctx.store);
+    let store = Arc::clone(&path.store);
     let (group, topic, queue_id, offset, filter) = (
         h.consumer_group.clone(),
         h.topic.clone(),
@@ -214,17 +213,17 @@ async fn get(
 /// The filter of this pull: the request's expression with the SUBSCRIPTION
 /// flag, else the group's subscription from its last heartbeat.
 fn subscription_filter(
-    ctx: &BrokerContext,
+    path: &PullPath,
     h: &PullMessageRequestHeader,
 ) -> Result<SubscriptionFilter, Refusal> {
     if pull_sys_flag::has_subscription(h.sys_flag) {
         return build_filter(
-            ctx,
+            path.settings.broker.enable_property_filter,
             h.expression_type.as_deref(),
             h.subscription.as_deref().unwrap_or("*"),
         );
     }
-    match ctx.clients.subscription(&h.consumer_group, &h.topic) {
+    match path.clients.subscription(&h.consumer_group, &h.topic) {
         None | Some(None) => Err(Refusal::new(
             ResponseCode::SubscriptionNotExist,
             format!(
@@ -246,12 +245,16 @@ fn subscription_filter(
                 TagFilter::from_codes(sub.code_set)
             }))
         }
-        Some(Some(sub)) => build_filter(ctx, sub.expression_type.as_deref(), &sub.sub_string),
+        Some(Some(sub)) => build_filter(
+            path.settings.broker.enable_property_filter,
+            sub.expression_type.as_deref(),
+            &sub.sub_string,
+        ),
     }
 }
 
 /// RocketMQ's `ExpressionType.isTagType`: absent, empty or `TAG`.
-pub fn is_tag_type(expression_type: Option<&str>) -> bool {
+pub(crate) fn is_tag_type(expression_type: Option<&str>) -> bool {
     expression_type.is_none_or(|t| t.is_empty() || t.eq_ignore_ascii_case("TAG"))
 }
 
@@ -259,8 +262,8 @@ pub fn is_tag_type(expression_type: Option<&str>) -> bool {
 /// CHECK_CLIENT_CONFIG do: TAG always; SQL92 only with
 /// `enablePropertyFilter` (else SYSTEM_ERROR with Java's remark), and a bad
 /// expression answers SUBSCRIPTION_PARSE_FAILED with the parse error.
-pub fn build_filter(
-    ctx: &BrokerContext,
+pub(crate) fn build_filter(
+    enable_property_filter: bool,
     expression_type: Option<&str>,
     expression: &str,
 ) -> Result<SubscriptionFilter, Refusal> {
@@ -274,7 +277,7 @@ pub fn build_filter(
             format!("expression type {kind} is not supported; use TAG or SQL92"),
         ));
     }
-    if !ctx.settings.broker.enable_property_filter {
+    if !enable_property_filter {
         return Err(Refusal::new(
             ResponseCode::SystemError,
             format!(

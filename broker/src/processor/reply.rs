@@ -17,28 +17,28 @@ use rmq_common::remoting::{
     RemotingCommand, RequestCode, ResponseCode, SendMessageRequestHeader, SendMessageResponseHeader,
 };
 
+use super::parts::SendPath;
 use super::{validate, Handled, Refusal};
-use crate::context::BrokerContext;
 use crate::remoting::Connection;
 
 /// How long the requester has to take a pushed reply (Java's
 /// `Broker2Client.callClient`).
-pub const PUSH_TIMEOUT: Duration = Duration::from_secs(3);
+pub(crate) const PUSH_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The reply topic of a cluster: `<cluster>_REPLY_TOPIC`.
-pub fn reply_topic(cluster: &str) -> String {
+pub(crate) fn reply_topic(cluster: &str) -> String {
     format!("{cluster}_REPLY_TOPIC")
 }
 
-/// Handles a reply.
-pub async fn handle(
-    ctx: &Arc<BrokerContext>,
+/// SEND_REPLY_MESSAGE and SEND_REPLY_MESSAGE_V2; the body is `req`'s.
+pub(crate) async fn reply(
+    path: &Arc<SendPath>,
     conn: &Arc<Connection>,
     req: &RemotingCommand,
+    header: SendMessageRequestHeader,
 ) -> Handled {
-    let header = SendMessageRequestHeader::from_ext(&req.ext())?;
     validate::send_topic(&header.topic)?;
-    let topic = super::send::topic_for_send(ctx, &header, false).await?;
+    let topic = super::send::topic_for_send(path, &header, false).await?;
     let queues = topic.write_queue_nums.max(topic.read_queue_nums).max(1);
     let queue_id = if header.queue_id < 0 {
         0
@@ -57,7 +57,7 @@ pub async fn handle(
     let body = req.body.clone().unwrap_or_default().to_vec();
     let mut properties =
         Properties::decode(header.properties.as_deref().unwrap_or_default().as_bytes());
-    let pushed = push_to_requester(ctx, conn, &header, &mut properties, &body).await;
+    let pushed = push_to_requester(path, conn, &header, &mut properties, &body).await;
 
     let mut answer = SendMessageResponseHeader {
         msg_id: "0".into(),
@@ -65,10 +65,10 @@ pub async fn handle(
         queue_offset: 0,
         transaction_id: None,
     };
-    if ctx.runtime.store_reply_message_enable() {
-        let msg = super::send::message_from(ctx, conn, &header, queue_id, properties, body);
+    if path.runtime.store_reply_message_enable() {
+        let msg = super::send::message_from(path, conn, &header, queue_id, properties, body);
         // As RocketMQ: the answer is the push's; a failed store is logged.
-        match ctx.store.put_async(std::slice::from_ref(&msg)).await {
+        match path.store.put_async(std::slice::from_ref(&msg)).await {
             Ok(r) => {
                 if let Some(a) = r.appended.first() {
                     answer.msg_id = a.msg_id.clone();
@@ -87,7 +87,7 @@ pub async fn handle(
 /// Pushes the reply to the connection of the producer named by its
 /// `REPLY_TO_CLIENT` property; the error is the remark RocketMQ answers.
 async fn push_to_requester(
-    ctx: &BrokerContext,
+    path: &SendPath,
     conn: &Connection,
     header: &SendMessageRequestHeader,
     properties: &mut Properties,
@@ -100,7 +100,7 @@ async fn push_to_requester(
             property::REPLY_TO_CLIENT
         ));
     };
-    let Some(target) = ctx.clients.producer_by_client_id(&sender) else {
+    let Some(target) = path.clients.producer_by_client_id(&sender) else {
         let remark = format!("push reply message fail, channel of <{sender}> not found.");
         tracing::warn!(requester = %sender, "{remark}");
         return Err(remark);
@@ -129,13 +129,13 @@ async fn push_to_requester(
         ("reconsumeTimes", header.reconsume_times.to_string()),
         ("unitMode", header.unit_mode.to_string()),
         ("bornHost", conn.peer.to_string()),
-        ("storeHost", ctx.store_host.to_string()),
+        ("storeHost", path.store_host.to_string()),
         ("storeTimestamp", now.to_string()),
     ] {
         push.put_ext(k, v);
     }
     let push = push.with_body(body.to_vec());
-    match ctx.calls.call(&target, push, PUSH_TIMEOUT).await {
+    match path.calls.call(&target, push, PUSH_TIMEOUT).await {
         Ok(r) if r.code == i32::from(ResponseCode::Success) => Ok(()),
         Ok(r) => {
             tracing::warn!(requester = %sender, code = r.code,

@@ -7,16 +7,16 @@ use std::sync::Arc;
 
 use rmq_common::remoting::{RemotingCommand, ResponseCode};
 
+use super::parts::Admin;
 use super::{blocking, json_success, Handled, Refusal};
-use crate::context::BrokerContext;
 use crate::ha::BrokerRole;
 use crate::store::clean::{DiskUsage, FsDiskUsage};
 
 /// The version this broker speaks and reports (Java's `MQVersion` ordinal
 /// and name of 4.9.8).
-pub const BROKER_VERSION: i32 = 409;
+pub(crate) const BROKER_VERSION: i32 = 409;
 /// [`BROKER_VERSION`]'s name.
-pub const BROKER_VERSION_DESC: &str = "V4_9_8";
+pub(crate) const BROKER_VERSION_DESC: &str = "V4_9_8";
 
 /// GET_BROKER_RUNTIME_INFO: the `KVTable` of Java's broker, with the keys
 /// mqadmin brokerStatus and clusterList print, from this broker's own state.
@@ -24,20 +24,20 @@ pub const BROKER_VERSION_DESC: &str = "V4_9_8";
 /// `pageCacheLockTimeMills` is how long the append holding the CommitLog
 /// put lock has held it; `putMessageFailedTimes` counts puts the store
 /// refused.
-pub async fn runtime_info(ctx: &Arc<BrokerContext>) -> Handled {
-    let ctx = Arc::clone(ctx);
-    let table = blocking(move || table(&ctx)).await??;
+pub(crate) async fn runtime_info(admin: &Arc<Admin>) -> Handled {
+    let admin = Arc::clone(admin);
+    let table = blocking(move || table(&admin)).await??;
     json_success(&serde_json::json!({ "table": table }))
 }
 
-fn table(ctx: &BrokerContext) -> Result<BTreeMap<&'static str, String>, Refusal> {
-    let store = &ctx.store;
+fn table(admin: &Admin) -> Result<BTreeMap<&'static str, String>, Refusal> {
+    let store = &admin.store;
     let totals = store.metrics().totals();
     let put = totals.put_messages.load(Ordering::Relaxed);
     let get = totals.get_messages.load(Ordering::Relaxed);
-    let marks = ctx.stats.day_marks();
+    let marks = admin.stats.day_marks();
     let now = store.clock().now_ms();
-    let root = &ctx.settings.store.store_path_root_dir;
+    let root = &admin.settings.store.store_path_root_dir;
     let disk_ratio = FsDiskUsage(root.clone()).used_ratio().unwrap_or(0.0);
     let (total, free) = disk_space(root);
     let earliest = store.store_time_at(store.min_phy_offset()).unwrap_or(0);
@@ -91,11 +91,11 @@ fn table(ctx: &BrokerContext) -> Result<BTreeMap<&'static str, String>, Refusal>
     );
     set("earliestMessageTimeStamp", earliest.to_string());
     set("startAcceptSendRequestTimeStamp", "0".into());
-    set("bootTimestamp", ctx.boot_ms.to_string());
-    set("runtime", runtime_text(now - ctx.boot_ms));
+    set("bootTimestamp", admin.boot_ms.to_string());
+    set("runtime", runtime_text(now - admin.boot_ms));
     set("putMessageTimesTotal", put_times.to_string());
-    set("putTps", ctx.stats.tps_text(true));
-    set("getTransferedTps", ctx.stats.tps_text(false));
+    set("putTps", admin.stats.tps_text(true));
+    set("getTransferedTps", admin.stats.tps_text(false));
     set("commitLogDiskRatio", format!("{disk_ratio}"));
     set(
         "commitLogDirCapacity",
@@ -109,22 +109,25 @@ fn table(ctx: &BrokerContext) -> Result<BTreeMap<&'static str, String>, Refusal>
             .max(0)
             .to_string(),
     );
-    replication(ctx, &mut set);
+    replication(admin, &mut set);
     Ok(t)
 }
 
 /// Keys Java's 4.9 runtime info lacks: the broker's role and, on a
 /// master, its slaves and the largest replication lag; on a slave, the
 /// master it streams from now ("" when not connected).
-fn replication(ctx: &BrokerContext, set: &mut impl FnMut(&'static str, String)) {
-    let role = ctx.settings.broker.broker_role;
+fn replication(admin: &Admin, set: &mut impl FnMut(&'static str, String)) {
+    let role = admin.settings.broker.broker_role;
     set("brokerRole", role.name().into());
     if role == BrokerRole::Slave {
-        set("haMasterAddress", ctx.ha_link.master().unwrap_or_default());
+        set(
+            "haMasterAddress",
+            admin.ha_link.master().unwrap_or_default(),
+        );
         return;
     }
-    let acks = &ctx.ha_acks;
-    let end = ctx.store.max_phy_offset();
+    let acks = &admin.ha_acks;
+    let end = admin.store.max_phy_offset();
     let lag = acks
         .per_slave()
         .iter()
@@ -169,16 +172,16 @@ fn human(bytes: u64) -> String {
 /// at once and are kept for the next start; any other key refuses the
 /// whole update by name. A new `brokerPermission` reaches the NameServers
 /// at once (the topic table's version moves, as in Java).
-pub fn update_config(ctx: &BrokerContext, req: &RemotingCommand) -> Handled {
+pub(crate) fn update_config(admin: &Admin, req: &RemotingCommand) -> Handled {
     let text = String::from_utf8_lossy(req.body.as_deref().unwrap_or_default()).into_owned();
-    let perm_changed = ctx
+    let perm_changed = admin
         .runtime
         .update(&text)
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
     tracing::info!(update = %text.trim(), "broker settings updated at runtime");
     if perm_changed {
-        ctx.topics.touch();
-        ctx.topics_changed.notify_one();
+        admin.topics.touch();
+        admin.topics_changed.notify_one();
     }
     Ok(super::success())
 }

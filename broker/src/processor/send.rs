@@ -8,11 +8,11 @@ use rmq_common::constants::property;
 use rmq_common::message::batch::decode_batch;
 use rmq_common::message::{MessageToStore, Properties};
 use rmq_common::remoting::{
-    RemotingCommand, RequestCode, ResponseCode, SendMessageRequestHeader, SendMessageResponseHeader,
+    RemotingCommand, ResponseCode, SendMessageRequestHeader, SendMessageResponseHeader,
 };
 
+use super::parts::SendPath;
 use super::{Handled, Refusal};
-use crate::context::BrokerContext;
 use crate::remoting::Connection;
 use crate::service::transaction::half_message;
 use crate::store::PutStatus;
@@ -20,28 +20,30 @@ use crate::store::PutStatus;
 /// Spreads sends that let the broker choose the queue.
 static NEXT_QUEUE: AtomicU32 = AtomicU32::new(0);
 
-/// Handles a send request.
-pub async fn handle(
-    ctx: &Arc<BrokerContext>,
+/// SEND_MESSAGE, SEND_MESSAGE_V2 (`batch` false) and SEND_BATCH_MESSAGE
+/// (`batch` true); the body is `req`'s.
+pub(crate) async fn send(
+    path: &Arc<SendPath>,
     conn: &Arc<Connection>,
     req: &RemotingCommand,
+    mut header: SendMessageRequestHeader,
+    batch: bool,
 ) -> Handled {
-    let mut header = SendMessageRequestHeader::from_ext(&req.ext())?;
     super::validate::send_topic(&header.topic)?;
     // A draining broker (brokerPermission without write) takes no sends;
     // Java refuses only ordered topics there, but its client sends the
     // others elsewhere on NO_PERMISSION, so nothing is lost by refusing.
-    if !ctx.runtime.writable() {
+    if !path.runtime.writable() {
         return Err(Refusal::new(
             ResponseCode::NoPermission,
             format!(
                 "the broker[{}] sending message is forbidden",
-                ctx.store_host
+                path.store_host
             ),
         ));
     }
-    let dead_letter = to_dead_letter(ctx, &mut header);
-    let topic = topic_for_send(ctx, &header, dead_letter).await?;
+    let dead_letter = to_dead_letter(path, &mut header);
+    let topic = topic_for_send(path, &header, dead_letter).await?;
     let mut queue_id = header.queue_id;
     if queue_id < 0 {
         queue_id = (NEXT_QUEUE.fetch_add(1, Ordering::Relaxed)
@@ -59,7 +61,7 @@ pub async fn handle(
         ));
     }
     let body = req.body.clone().unwrap_or_default();
-    let max = ctx.settings.store.max_message_size_bytes as usize;
+    let max = path.settings.store.max_message_size_bytes as usize;
     if body.len() > max {
         return Err(Refusal::new(
             ResponseCode::MessageIllegal,
@@ -84,14 +86,14 @@ pub async fn handle(
     // builds the reply topic from it).
     properties.insert(
         property::CLUSTER,
-        ctx.settings.broker.broker_cluster_name.as_str(),
+        path.settings.broker.broker_cluster_name.as_str(),
     );
     if dead_letter {
         // A dead letter is not delayed again.
         properties.remove(property::DELAY_TIME_LEVEL);
     }
-    let template = message_from(ctx, conn, &header, queue_id, properties, Vec::new());
-    let is_batch = header.batch || req.code == i32::from(RequestCode::SendBatchMessage);
+    let template = message_from(path, conn, &header, queue_id, properties, Vec::new());
+    let is_batch = header.batch || batch;
     let messages = if is_batch {
         let items = decode_batch(&body)
             .map_err(|e| Refusal::new(ResponseCode::MessageIllegal, e.to_string()))?;
@@ -104,7 +106,7 @@ pub async fn handle(
                 m.properties = Properties::decode(&item.properties);
                 m.properties.insert(
                     property::CLUSTER,
-                    ctx.settings.broker.broker_cluster_name.as_str(),
+                    path.settings.broker.broker_cluster_name.as_str(),
                 );
                 m
             })
@@ -136,20 +138,20 @@ pub async fn handle(
         messages
     };
     for m in &messages {
-        crate::store::headroom::check(&ctx.store, m)
+        crate::store::headroom::check(&path.store, m)
             .map_err(|e| Refusal::new(ResponseCode::MessageIllegal, e.to_string()))?;
     }
     // No hand-off to a blocking thread: the append is a copy under the put
     // lock, and a SYNC_FLUSH wait is a future the group commit completes.
     // A SYNC_MASTER waits for a slave to have the bytes meanwhile.
-    let replicate = ctx.settings.broker.broker_role == crate::ha::BrokerRole::SyncMaster
+    let replicate = path.settings.broker.broker_role == crate::ha::BrokerRole::SyncMaster
         && messages.first().is_some_and(crate::store::wants_wait);
-    let slave_timeout = std::time::Duration::from_millis(ctx.settings.broker.slave_timeout_ms);
-    let (result, replica) = ctx
+    let slave_timeout = std::time::Duration::from_millis(path.settings.broker.slave_timeout_ms);
+    let (result, replica) = path
         .store
         .put_async_with(&messages, |end| async move {
             if replicate {
-                Some(ctx.ha_acks.wait(end, slave_timeout).await)
+                Some(path.ha_acks.wait(end, slave_timeout).await)
             } else {
                 None
             }
@@ -157,7 +159,7 @@ pub async fn handle(
         .await?;
     let wrote: i64 = result.appended.iter().map(|a| i64::from(a.size)).sum();
     if let Some(m) = messages.first() {
-        ctx.items.topic_put(
+        path.items.topic_put(
             &m.topic,
             result.appended.len() as u64,
             u64::try_from(wrote).unwrap_or(0),
@@ -197,7 +199,7 @@ pub async fn handle(
 
 /// The message a send (or reply) header describes, as the broker stores it.
 pub(super) fn message_from(
-    ctx: &BrokerContext,
+    path: &SendPath,
     conn: &Connection,
     header: &SendMessageRequestHeader,
     queue_id: i32,
@@ -213,7 +215,7 @@ pub(super) fn message_from(
         sys_flag: header.sys_flag,
         born_timestamp: header.born_timestamp,
         born_host: conn.peer,
-        store_host: ctx.store_host,
+        store_host: path.store_host,
         reconsume_times: header.reconsume_times,
         prepared_transaction_offset: 0,
     }
@@ -236,7 +238,7 @@ pub(super) fn send_answer(
 /// group's limit goes to the group's dead-letter topic instead, as
 /// RocketMQ's send processor does (a client that could not send a message
 /// back sends it to `%RETRY%<group>` itself). True when rerouted.
-fn to_dead_letter(ctx: &BrokerContext, header: &mut SendMessageRequestHeader) -> bool {
+fn to_dead_letter(path: &SendPath, header: &mut SendMessageRequestHeader) -> bool {
     let Some(group) = header
         .topic
         .strip_prefix(rmq_common::constants::RETRY_GROUP_TOPIC_PREFIX)
@@ -244,9 +246,9 @@ fn to_dead_letter(ctx: &BrokerContext, header: &mut SendMessageRequestHeader) ->
         return false;
     };
     let max = header.max_reconsume_times.unwrap_or_else(|| {
-        ctx.groups
+        path.groups
             .get(group)
-            .map_or(ctx.runtime.max_reconsume_times(), |g| g.retry_max_times)
+            .map_or(path.runtime.max_reconsume_times(), |g| g.retry_max_times)
     });
     if header.reconsume_times < max {
         return false;
@@ -267,11 +269,11 @@ fn to_dead_letter(ctx: &BrokerContext, header: &mut SendMessageRequestHeader) ->
 /// topic is on disk before the send is answered; the wait runs off the
 /// async workers).
 pub(super) async fn topic_for_send(
-    ctx: &Arc<BrokerContext>,
+    path: &Arc<SendPath>,
     header: &SendMessageRequestHeader,
     dead_letter: bool,
 ) -> Result<rmq_common::remoting::body::TopicConfig, Refusal> {
-    if let Some(t) = ctx.topics.get(&header.topic) {
+    if let Some(t) = path.topics.get(&header.topic) {
         if !t.writable() {
             return Err(Refusal::new(
                 ResponseCode::NoPermission,
@@ -301,7 +303,7 @@ pub(super) async fn topic_for_send(
             ),
         ));
     }
-    if !ctx.settings.broker.auto_create_topic_enable && !retry_or_dlq {
+    if !path.settings.broker.auto_create_topic_enable && !retry_or_dlq {
         return Err(Refusal::new(
             ResponseCode::TopicNotExist,
             format!("topic[{}] not exist, apply first please!", header.topic),
@@ -312,16 +314,16 @@ pub(super) async fn topic_for_send(
     } else {
         header
             .default_topic_queue_nums
-            .clamp(1, ctx.settings.broker.default_topic_queue_nums)
+            .clamp(1, path.settings.broker.default_topic_queue_nums)
     };
-    let topics = Arc::clone(&ctx.topics);
+    let topics = Arc::clone(&path.topics);
     let name = header.topic.clone();
     let (config, created) = super::blocking(move || topics.get_or_create(&name, queues))
         .await?
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
     if created {
         tracing::info!(topic = %header.topic, queues, "auto-created topic");
-        ctx.topics_changed.notify_one();
+        path.topics_changed.notify_one();
     }
     Ok(config)
 }

@@ -10,19 +10,19 @@ use rmq_common::constants::{property, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_
 use rmq_common::message::encode_offset_msg_id;
 use rmq_common::message::record::RecordView;
 use rmq_common::names::validate_group;
-use rmq_common::remoting::{ConsumerSendMsgBackRequestHeader, RemotingCommand, ResponseCode};
+use rmq_common::remoting::{ConsumerSendMsgBackRequestHeader, ResponseCode};
 
+use super::parts::SendPath;
 use super::{blocking, success, Handled, Refusal};
-use crate::context::BrokerContext;
 
 /// The delay level RocketMQ gives the first retry when the client leaves the
 /// choice to the broker (level 3 = 10 s with the default table); each
 /// further retry waits one level longer.
-pub const FIRST_RETRY_LEVEL: i32 = 3;
+pub(crate) const FIRST_RETRY_LEVEL: i32 = 3;
 
 /// Where a sent-back message goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SendBackTarget {
+pub(crate) enum SendBackTarget {
     /// `%RETRY%<group>` with this delay level.
     Retry {
         /// Delay level (before clamping to the table).
@@ -36,7 +36,7 @@ pub enum SendBackTarget {
 /// `max_reconsume_times` or when the client asks with a negative level;
 /// otherwise a retry at the client's level, or `3 + reconsume_times` when it
 /// sent 0.
-pub fn send_back_target(
+pub(crate) fn send_back_target(
     delay_level: i32,
     reconsume_times: i32,
     max_reconsume_times: i32,
@@ -55,16 +55,18 @@ pub fn send_back_target(
 /// Whose turn it is among a retry topic's queues.
 static NEXT_RETRY_QUEUE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
-/// Handles a send-back.
-pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
-    let h = ConsumerSendMsgBackRequestHeader::from_ext(&req.ext())?;
+/// CONSUMER_SEND_MSG_BACK.
+pub(crate) async fn send_back(
+    path: &Arc<SendPath>,
+    h: ConsumerSendMsgBackRequestHeader,
+) -> Handled {
     validate_group(&h.group).map_err(|e| {
         Refusal::new(
             ResponseCode::SubscriptionGroupNotExist,
             format!("consumer group {:?}: {e}", h.group),
         )
     })?;
-    let store = Arc::clone(&ctx.store);
+    let store = Arc::clone(&path.store);
     let offset = h.offset;
     let original = blocking(move || store.record_at(offset).map(|s| s.bytes().to_vec()))
         .await?
@@ -84,10 +86,10 @@ pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled 
         )
     })?;
     // The group's retryMaxTimes and retryQueueNums, as Java reads them.
-    let group = if ctx.settings.broker.auto_create_subscription_group {
-        ctx.groups.get_or_create([h.group.as_str()]).pop()
+    let group = if path.settings.broker.auto_create_subscription_group {
+        path.groups.get_or_create([h.group.as_str()]).pop()
     } else {
-        ctx.groups.get(&h.group)
+        path.groups.get(&h.group)
     }
     .ok_or_else(|| {
         Refusal::new(
@@ -111,16 +113,16 @@ pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled 
         SendBackTarget::Retry { .. } => group.retry_queue_nums,
         SendBackTarget::DeadLetter => 1,
     };
-    let config = match ctx.topics.get_or_create_deferred(&topic, queues) {
+    let config = match path.topics.get_or_create_deferred(&topic, queues) {
         Ok((config, created)) => {
             if let Some(generation) = created {
                 tracing::info!(topic, "created topic for sent-back messages");
-                ctx.topics_changed.notify_one();
+                path.topics_changed.notify_one();
                 // A retry topic comes back with the group's next heartbeat
                 // if a crash loses it; a DLQ topic has no one to recreate
                 // it, so it is on disk before its first message is stored.
                 if target == SendBackTarget::DeadLetter {
-                    let topics = Arc::clone(&ctx.topics);
+                    let topics = Arc::clone(&path.topics);
                     blocking(move || {
                         topics.wait_persisted(generation, crate::meta::PERSIST_WAIT_TIMEOUT)
                     })
@@ -143,7 +145,7 @@ pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled 
     let origin = view
         .property(property::RETRY_TOPIC)
         .map_or_else(|| view.topic().to_owned(), |t| t.into_owned());
-    ctx.items.send_back(&origin, &h.group);
+    path.items.send_back(&origin, &h.group);
     let mut msg = view.to_message();
     if msg.properties.get(property::RETRY_TOPIC).is_none() {
         msg.properties.insert(property::RETRY_TOPIC, view.topic());
@@ -167,7 +169,7 @@ pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled 
     let turn = NEXT_RETRY_QUEUE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     msg.queue_id = (turn % config.write_queue_nums.max(1).unsigned_abs()) as i32;
     msg.reconsume_times = reconsume + 1;
-    msg.store_host = ctx.store_host;
+    msg.store_host = path.store_host;
     if target == SendBackTarget::DeadLetter {
         tracing::info!(
             group = %h.group,
@@ -178,7 +180,7 @@ pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled 
             "message moved to the dead-letter queue"
         );
     }
-    let store = Arc::clone(&ctx.store);
+    let store = Arc::clone(&path.store);
     blocking(move || store.put_message(&msg)).await??;
     // FLUSH_DISK_TIMEOUT still stored it: answering an error would make the
     // client retry locally and consume it twice.

@@ -10,59 +10,54 @@ use rmq_common::json::write::object_keyed_map;
 use rmq_common::remoting::body::{
     ConsumerConnection, MessageQueue, OffsetWrapper, TopicConfig, TopicOffset,
 };
-use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_common::remoting::header::{
+    ConsumeStatsRequestHeader, TopicConsumeByWhoRequestHeader, TopicStatsRequestHeader,
+};
+use rmq_common::remoting::ResponseCode;
 use serde::Serialize;
 
+use super::parts::Consumption;
 use super::{blocking, json_success, success, Handled, Refusal};
-use crate::context::BrokerContext;
 
-/// Handles the statistics requests.
-pub async fn handle(ctx: &Arc<BrokerContext>, code: RequestCode, req: &RemotingCommand) -> Handled {
-    let ctx2 = Arc::clone(ctx);
-    let ext = req.ext();
-    match code {
-        RequestCode::GetTopicStatsInfo => {
-            let topic = ext.req_str("topic")?.to_owned();
-            blocking(move || topic_stats(&ctx2, &topic)).await?
+/// GET_TOPIC_STATS_INFO.
+pub(crate) async fn topic_stats(cons: &Arc<Consumption>, h: TopicStatsRequestHeader) -> Handled {
+    let cons = Arc::clone(cons);
+    blocking(move || topic_offsets(&cons, &h.topic)).await?
+}
+
+/// GET_CONSUME_STATS.
+pub(crate) async fn consume_stats(
+    cons: &Arc<Consumption>,
+    h: ConsumeStatsRequestHeader,
+) -> Handled {
+    let cons = Arc::clone(cons);
+    blocking(move || group_consume_stats(&cons, &h.consumer_group, h.topic.as_deref())).await?
+}
+
+/// QUERY_TOPIC_CONSUME_BY_WHO.
+pub(crate) fn consumed_by(cons: &Consumption, h: TopicConsumeByWhoRequestHeader) -> Handled {
+    let topic = h.topic.as_str();
+    let mut groups: BTreeSet<String> = cons.offsets.groups_of_topic(topic).into_iter().collect();
+    for g in cons.clients.consumer_groups() {
+        if matches!(cons.clients.subscription(&g, topic), Some(Some(_))) {
+            groups.insert(g);
         }
-        RequestCode::GetConsumeStats => {
-            let group = ext.req_str("consumerGroup")?.to_owned();
-            let topic = ext
-                .get_str("topic")
-                .filter(|t| !t.is_empty())
-                .map(str::to_owned);
-            blocking(move || consume_stats(&ctx2, &group, topic.as_deref())).await?
-        }
-        RequestCode::QueryTopicConsumeByWho => {
-            let topic = ext.req_str("topic")?;
-            let mut groups: BTreeSet<String> =
-                ctx.offsets.groups_of_topic(topic).into_iter().collect();
-            for g in ctx.clients.consumer_groups() {
-                if matches!(ctx.clients.subscription(&g, topic), Some(Some(_))) {
-                    groups.insert(g);
-                }
-            }
-            json_success(&serde_json::json!({ "groupList": groups }))
-        }
-        _ => Err(Refusal::new(
-            ResponseCode::RequestCodeNotSupported,
-            "not a statistics request",
-        )),
     }
+    json_success(&serde_json::json!({ "groupList": groups }))
 }
 
 /// Queue `queue_id` of `topic` on this broker, as answers name it.
-pub(crate) fn queue(ctx: &BrokerContext, topic: &str, queue_id: i32) -> MessageQueue {
+pub(crate) fn queue(cons: &Consumption, topic: &str, queue_id: i32) -> MessageQueue {
     MessageQueue {
         topic: topic.to_owned(),
-        broker_name: ctx.settings.broker.broker_name.clone(),
+        broker_name: cons.broker_name.clone(),
         queue_id,
     }
 }
 
 /// The topic's config; TOPIC_NOT_EXIST (Java's remark) if there is none.
-pub(crate) fn existing_topic(ctx: &BrokerContext, topic: &str) -> Result<TopicConfig, Refusal> {
-    ctx.topics.get(topic).ok_or_else(|| {
+pub(crate) fn existing_topic(cons: &Consumption, topic: &str) -> Result<TopicConfig, Refusal> {
+    cons.topics.get(topic).ok_or_else(|| {
         Refusal::new(
             ResponseCode::TopicNotExist,
             format!("topic[{topic}] not exist"),
@@ -70,9 +65,9 @@ pub(crate) fn existing_topic(ctx: &BrokerContext, topic: &str) -> Result<TopicCo
     })
 }
 
-fn topic_stats(ctx: &BrokerContext, topic: &str) -> Handled {
-    let config = existing_topic(ctx, topic)?;
-    let store = &ctx.store;
+fn topic_offsets(cons: &Consumption, topic: &str) -> Handled {
+    let config = existing_topic(cons, topic)?;
+    let store = &cons.store;
     let mut table = Vec::new();
     for q in 0..config.write_queue_nums {
         let min_offset = store.min_offset_in_queue(topic, q)?.max(0);
@@ -85,7 +80,7 @@ fn topic_stats(ctx: &BrokerContext, topic: &str) -> Handled {
             0
         };
         table.push((
-            queue(ctx, topic, q),
+            queue(cons, topic, q),
             TopicOffset {
                 last_update_timestamp,
                 max_offset,
@@ -96,28 +91,28 @@ fn topic_stats(ctx: &BrokerContext, topic: &str) -> Handled {
     keyed_body("offsetTable", table, None)
 }
 
-fn consume_stats(ctx: &BrokerContext, group: &str, topic: Option<&str>) -> Handled {
+fn group_consume_stats(cons: &Consumption, group: &str, topic: Option<&str>) -> Handled {
     let topics: BTreeSet<String> = match topic {
         Some(t) => [t.to_owned()].into(),
-        None => ctx
+        None => cons
             .offsets
             .group_offsets(group)
             .into_iter()
             .map(|(t, _, _)| t)
             .collect(),
     };
-    let online = ctx.clients.consumer_connection(group);
+    let online = cons.clients.consumer_connection(group);
     let mut table = Vec::new();
     let mut consume_tps = 0.0;
     for topic in &topics {
-        let Some(config) = ctx.topics.get(topic) else {
+        let Some(config) = cons.topics.get(topic) else {
             continue;
         };
         if unsubscribed(online.as_ref(), topic) {
             continue;
         }
-        consume_tps += ctx.items.group_get_tps(topic, group);
-        table.extend(group_offsets(ctx, group, topic, config.read_queue_nums)?);
+        consume_tps += cons.items.group_get_tps(topic, group);
+        table.extend(group_offsets(cons, group, topic, config.read_queue_nums)?);
     }
     // Java's consumeTps: the group's pulls per second over the last
     // minute, summed over its topics.
@@ -136,16 +131,16 @@ pub(crate) fn unsubscribed(online: Option<&ConsumerConnection>, topic: &str) -> 
 /// The group's offsets against the broker's in queues `0..queues` of
 /// `topic` (Java's `OffsetWrapper`s).
 pub(crate) fn group_offsets(
-    ctx: &BrokerContext,
+    cons: &Consumption,
     group: &str,
     topic: &str,
     queues: i32,
 ) -> Result<Vec<(MessageQueue, OffsetWrapper)>, Refusal> {
-    let store = &ctx.store;
+    let store = &cons.store;
     let mut table = Vec::new();
     for q in 0..queues {
         let broker_offset = store.max_offset_in_queue(topic, q)?.max(0);
-        let consumer_offset = ctx.offsets.query(group, topic, q).unwrap_or(0).max(0);
+        let consumer_offset = cons.offsets.query(group, topic, q).unwrap_or(0).max(0);
         let last_timestamp = if consumer_offset > 0 {
             store
                 .message_store_time(topic, q, consumer_offset - 1)?
@@ -154,7 +149,7 @@ pub(crate) fn group_offsets(
             0
         };
         table.push((
-            queue(ctx, topic, q),
+            queue(cons, topic, q),
             OffsetWrapper {
                 broker_offset,
                 consumer_offset,

@@ -3,16 +3,15 @@
 
 use std::sync::Arc;
 
-use rmq_common::remoting::{EndTransactionRequestHeader, RemotingCommand, ResponseCode};
+use rmq_common::remoting::{EndTransactionRequestHeader, ResponseCode};
 
+use super::parts::SendPath;
 use super::{blocking, success, Handled, Refusal};
-use crate::context::BrokerContext;
 use crate::service::transaction::{EndError, EndOutcome};
 
-/// Handles END_TRANSACTION.
-pub async fn handle(ctx: &Arc<BrokerContext>, req: &RemotingCommand) -> Handled {
-    let h = EndTransactionRequestHeader::from_ext(&req.ext())?;
-    let (tx, host) = (Arc::clone(&ctx.transactions), ctx.store_host);
+/// END_TRANSACTION.
+pub(crate) async fn end(path: &Arc<SendPath>, h: EndTransactionRequestHeader) -> Handled {
+    let (tx, host) = (Arc::clone(&path.transactions), path.store_host);
     let header = h.clone();
     match blocking(move || tx.end(&header, host)).await? {
         Ok(EndOutcome::Committed(a)) => {

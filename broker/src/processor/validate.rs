@@ -7,22 +7,23 @@
 //! so clients and tools that match on them keep working.
 
 use rmq_common::names::{is_not_allowed_send_topic, is_system_topic, validate_group};
-use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_common::remoting::{RemotingCommand, ResponseCode, Rule};
 
 use super::Refusal;
-use crate::context::BrokerContext;
+use crate::meta::TopicConfigManager;
+use crate::store::MessageStore;
 
 /// Most queues a topic may have (read or write). RocketMQ sets no limit;
 /// one keeps a typing slip or a hostile admin request from announcing
 /// billions of queues to every client through the NameServer.
-pub const MAX_QUEUE_NUMS: i32 = 16_384;
+pub(crate) const MAX_QUEUE_NUMS: i32 = 16_384;
 
 /// Header fields that name a consumer or producer group.
 const GROUP_FIELDS: [&str; 4] = ["consumerGroup", "producerGroup", "group", "groupName"];
 
 /// A topic name as RocketMQ's `TopicValidator.validateTopic` checks it, with
 /// its remarks, followed by the name (cut to [`SHOWN_NAME_CHARS`]).
-pub fn topic(name: &str) -> Result<(), Refusal> {
+pub(crate) fn topic(name: &str) -> Result<(), Refusal> {
     use rmq_common::names::NameError;
     rmq_common::names::validate_topic(name).map_err(|e| {
         let remark = match e {
@@ -42,7 +43,7 @@ pub fn topic(name: &str) -> Result<(), Refusal> {
 }
 
 /// Most characters of a refused name a remark repeats.
-pub const SHOWN_NAME_CHARS: usize = 64;
+pub(crate) const SHOWN_NAME_CHARS: usize = 64;
 
 /// `name` quoted for a remark, cut to [`SHOWN_NAME_CHARS`] characters.
 fn shown(name: &str) -> String {
@@ -54,7 +55,7 @@ fn shown(name: &str) -> String {
 
 /// A topic a client creates, updates or deletes: a legal name that is not
 /// one of the broker's own.
-pub fn managed_topic(name: &str) -> Result<(), Refusal> {
+pub(crate) fn managed_topic(name: &str) -> Result<(), Refusal> {
     topic(name)?;
     if is_system_topic(name) {
         return Err(Refusal::new(
@@ -67,7 +68,7 @@ pub fn managed_topic(name: &str) -> Result<(), Refusal> {
 
 /// A topic a client sends to: a legal name that only the broker writes is
 /// refused as RocketMQ refuses it (NO_PERMISSION).
-pub fn send_topic(name: &str) -> Result<(), Refusal> {
+pub(crate) fn send_topic(name: &str) -> Result<(), Refusal> {
     topic(name)?;
     if is_not_allowed_send_topic(name) {
         return Err(Refusal::new(
@@ -79,7 +80,7 @@ pub fn send_topic(name: &str) -> Result<(), Refusal> {
 }
 
 /// A group name.
-pub fn group(name: &str) -> Result<(), Refusal> {
+pub(crate) fn group(name: &str) -> Result<(), Refusal> {
     use rmq_common::names::NameError;
     validate_group(name).map_err(|e| {
         let remark = match e {
@@ -100,7 +101,7 @@ pub fn group(name: &str) -> Result<(), Refusal> {
 }
 
 /// A topic's read or write queue count.
-pub fn queue_nums(what: &str, n: i32) -> Result<i32, Refusal> {
+pub(crate) fn queue_nums(what: &str, n: i32) -> Result<i32, Refusal> {
     if !(1..=MAX_QUEUE_NUMS).contains(&n) {
         return Err(Refusal::new(
             ResponseCode::SystemError,
@@ -111,7 +112,7 @@ pub fn queue_nums(what: &str, n: i32) -> Result<i32, Refusal> {
 }
 
 /// A topic's permission bits (PRIORITY 8 | READ 4 | WRITE 2 | INHERIT 1).
-pub fn perm(n: i32) -> Result<i32, Refusal> {
+pub(crate) fn perm(n: i32) -> Result<i32, Refusal> {
     if !(0..=15).contains(&n) {
         return Err(Refusal::new(
             ResponseCode::SystemError,
@@ -123,14 +124,18 @@ pub fn perm(n: i32) -> Result<i32, Refusal> {
 
 /// A queue id of a request that reads or tracks a queue: not negative and,
 /// when the topic is in the table, one of its queues.
-pub fn queue_of(ctx: &BrokerContext, topic: &str, queue_id: i32) -> Result<(), Refusal> {
+pub(crate) fn queue_of(
+    topics: &TopicConfigManager,
+    topic: &str,
+    queue_id: i32,
+) -> Result<(), Refusal> {
     if queue_id < 0 {
         return Err(Refusal::new(
             ResponseCode::SystemError,
             format!("queueId[{queue_id}] is illegal, topic:[{topic}]"),
         ));
     }
-    if let Some(config) = ctx.topics.get(topic) {
+    if let Some(config) = topics.get(topic) {
         let queues = config.read_queue_nums.max(config.write_queue_nums);
         if queue_id >= queues {
             return Err(Refusal::new(
@@ -144,38 +149,36 @@ pub fn queue_of(ctx: &BrokerContext, topic: &str, queue_id: i32) -> Result<(), R
 
 /// A slave's topics and groups are its master's (copied every 10 s), and it
 /// ends no transaction: Java's answers to those requests on a slave.
-fn slave_role(ctx: &BrokerContext, code: RequestCode) -> Result<(), Refusal> {
-    if !ctx.store.is_replica_only() {
+fn slave_role(store: &MessageStore, rule: Rule) -> Result<(), Refusal> {
+    if !store.is_replica_only() {
         return Ok(());
     }
-    match code {
-        RequestCode::UpdateAndCreateTopic
-        | RequestCode::UpdateAndCreateTopicList
-        | RequestCode::DeleteTopicInBroker
-        | RequestCode::UpdateAndCreateSubscriptionGroup
-        | RequestCode::DeleteSubscriptionGroup => Err(Refusal::new(
+    match rule {
+        Rule::MasterMeta => Err(Refusal::new(
             ResponseCode::SystemError,
             "Can't modify topic or subscription group from slave broker, please execute it from \
              master broker.",
         )),
-        RequestCode::EndTransaction => Err(Refusal::new(
+        Rule::MasterTxn => Err(Refusal::new(
             ResponseCode::SlaveNotAvailable,
             "this broker is a slave: end the transaction on its master",
         )),
-        _ => Ok(()),
+        Rule::Plain | Rule::Send => Ok(()),
     }
 }
 
-/// The header checks every request passes before its processor runs: each
-/// field that names a topic or a group follows the naming rules, and a
+/// The header checks every request passes before its header is decoded,
+/// by the rule its row of the request table gives: each field that names a
+/// topic or a group follows the naming rules (as sent, untrimmed), and a
 /// queue id is one of the topic's queues. Empty optional fields are left
 /// to the processors, which know whether they are required.
-pub fn request(
-    ctx: &BrokerContext,
-    code: RequestCode,
+pub(crate) fn request(
+    store: &MessageStore,
+    topics: &TopicConfigManager,
+    rule: Rule,
     req: &RemotingCommand,
 ) -> Result<(), Refusal> {
-    slave_role(ctx, code)?;
+    slave_role(store, rule)?;
     let ext = req.ext();
     let topic_name = ext.get_str("topic").filter(|t| !t.is_empty());
     if let Some(t) = topic_name {
@@ -186,19 +189,11 @@ pub fn request(
             group(g)?;
         }
     }
-    let sends = matches!(
-        code,
-        RequestCode::SendMessage
-            | RequestCode::SendMessageV2
-            | RequestCode::SendBatchMessage
-            | RequestCode::SendReplyMessage
-            | RequestCode::SendReplyMessageV2
-    );
     // A send may leave the queue to the broker (-1); the send processor
     // checks the rest against the topic it may create.
-    if !sends {
+    if rule != Rule::Send {
         if let (Some(t), Some(q)) = (topic_name, ext.get_i32("queueId")?) {
-            queue_of(ctx, t, q)?;
+            queue_of(topics, t, q)?;
         }
     }
     Ok(())

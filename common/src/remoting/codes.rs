@@ -3,6 +3,10 @@
 //!
 //! The `code` field of a command stays a plain `i32` on [`super::RemotingCommand`]
 //! so unknown codes survive decoding; these enums name the known ones.
+//! [`RequestCode`] is generated from the request table in
+//! [`super::requests`].
+
+pub use super::requests::RequestCode;
 
 /// Declares a `#[repr(i32)]` wire-code enum with `from_i32`, `name` and `ALL`.
 macro_rules! wire_codes {
@@ -59,105 +63,6 @@ macro_rules! wire_codes {
             }
         }
     };
-}
-
-wire_codes! {
-    /// The request codes this broker and its embedded NameServer understand.
-    pub enum RequestCode {
-        SendMessage = 10 => "SEND_MESSAGE",
-        PullMessage = 11 => "PULL_MESSAGE",
-        QueryMessage = 12 => "QUERY_MESSAGE",
-        QueryBrokerOffset = 13 => "QUERY_BROKER_OFFSET",
-        QueryConsumerOffset = 14 => "QUERY_CONSUMER_OFFSET",
-        UpdateConsumerOffset = 15 => "UPDATE_CONSUMER_OFFSET",
-        UpdateAndCreateTopic = 17 => "UPDATE_AND_CREATE_TOPIC",
-        UpdateAndCreateTopicList = 18 => "UPDATE_AND_CREATE_TOPIC_LIST",
-        GetAllTopicConfig = 21 => "GET_ALL_TOPIC_CONFIG",
-        GetBrokerConfig = 26 => "GET_BROKER_CONFIG",
-        SearchOffsetByTimestamp = 29 => "SEARCH_OFFSET_BY_TIMESTAMP",
-        GetMaxOffset = 30 => "GET_MAX_OFFSET",
-        GetMinOffset = 31 => "GET_MIN_OFFSET",
-        GetEarliestMsgStoretime = 32 => "GET_EARLIEST_MSG_STORETIME",
-        ViewMessageById = 33 => "VIEW_MESSAGE_BY_ID",
-        HeartBeat = 34 => "HEART_BEAT",
-        UnregisterClient = 35 => "UNREGISTER_CLIENT",
-        ConsumerSendMsgBack = 36 => "CONSUMER_SEND_MSG_BACK",
-        EndTransaction = 37 => "END_TRANSACTION",
-        GetConsumerListByGroup = 38 => "GET_CONSUMER_LIST_BY_GROUP",
-        CheckTransactionState = 39 => "CHECK_TRANSACTION_STATE",
-        NotifyConsumerIdsChanged = 40 => "NOTIFY_CONSUMER_IDS_CHANGED",
-        LockBatchMq = 41 => "LOCK_BATCH_MQ",
-        UnlockBatchMq = 42 => "UNLOCK_BATCH_MQ",
-        CheckClientConfig = 46 => "CHECK_CLIENT_CONFIG",
-        GetKvConfig = 101 => "GET_KV_CONFIG",
-        RegisterBroker = 103 => "REGISTER_BROKER",
-        UnregisterBroker = 104 => "UNREGISTER_BROKER",
-        GetRouteInfoByTopic = 105 => "GET_ROUTEINFO_BY_TOPIC",
-        GetBrokerClusterInfo = 106 => "GET_BROKER_CLUSTER_INFO",
-        SendMessageV2 = 310 => "SEND_MESSAGE_V2",
-        SendBatchMessage = 320 => "SEND_BATCH_MESSAGE",
-        DeleteExpiredCommitlog = 329 => "DELETE_EXPIRED_COMMITLOG",
-        UpdateBrokerConfig = 25 => "UPDATE_BROKER_CONFIG",
-        GetBrokerRuntimeInfo = 28 => "GET_BROKER_RUNTIME_INFO",
-        UpdateAndCreateSubscriptionGroup = 200 => "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP",
-        GetTopicStatsInfo = 202 => "GET_TOPIC_STATS_INFO",
-        GetConsumerConnectionList = 203 => "GET_CONSUMER_CONNECTION_LIST",
-        GetProducerConnectionList = 204 => "GET_PRODUCER_CONNECTION_LIST",
-        GetAllTopicListFromNameserver = 206 => "GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
-        DeleteSubscriptionGroup = 207 => "DELETE_SUBSCRIPTIONGROUP",
-        GetConsumeStats = 208 => "GET_CONSUME_STATS",
-        DeleteTopicInBroker = 215 => "DELETE_TOPIC_IN_BROKER",
-        UpdateAndCreateSubscriptionGroupList = 225 => "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST",
-        DeleteTopicInNamesrv = 216 => "DELETE_TOPIC_IN_NAMESRV",
-        ResetConsumerClientOffset = 220 => "RESET_CONSUMER_CLIENT_OFFSET",
-        InvokeBrokerToResetOffset = 222 => "INVOKE_BROKER_TO_RESET_OFFSET",
-        QueryTopicConsumeByWho = 300 => "QUERY_TOPIC_CONSUME_BY_WHO",
-        CleanExpiredConsumequeue = 306 => "CLEAN_EXPIRED_CONSUMEQUEUE",
-        SendReplyMessage = 324 => "SEND_REPLY_MESSAGE",
-        SendReplyMessageV2 = 325 => "SEND_REPLY_MESSAGE_V2",
-        PushReplyMessageToClient = 326 => "PUSH_REPLY_MESSAGE_TO_CLIENT",
-        LitePullMessage = 361 => "LITE_PULL_MESSAGE",
-        PutKvConfig = 100 => "PUT_KV_CONFIG",
-        DeleteKvConfig = 102 => "DELETE_KV_CONFIG",
-        GetAllSubscriptiongroupConfig = 201 => "GET_ALL_SUBSCRIPTIONGROUP_CONFIG",
-        WipeWritePermOfBroker = 205 => "WIPE_WRITE_PERM_OF_BROKER",
-        GetKvlistByNamespace = 219 => "GET_KVLIST_BY_NAMESPACE",
-        GetConsumerStatusFromClient = 221 => "GET_CONSUMER_STATUS_FROM_CLIENT",
-        InvokeBrokerToGetConsumerStatus = 223 => "INVOKE_BROKER_TO_GET_CONSUMER_STATUS",
-        GetTopicsByCluster = 224 => "GET_TOPICS_BY_CLUSTER",
-        QueryConsumeTimeSpan = 303 => "QUERY_CONSUME_TIME_SPAN",
-        GetSystemTopicListFromNs = 304 => "GET_SYSTEM_TOPIC_LIST_FROM_NS",
-        GetSystemTopicListFromBroker = 305 => "GET_SYSTEM_TOPIC_LIST_FROM_BROKER",
-        GetConsumerRunningInfo = 307 => "GET_CONSUMER_RUNNING_INFO",
-        QueryCorrectionOffset = 308 => "QUERY_CORRECTION_OFFSET",
-        ConsumeMessageDirectly = 309 => "CONSUME_MESSAGE_DIRECTLY",
-        GetUnitTopicList = 311 => "GET_UNIT_TOPIC_LIST",
-        GetHasUnitSubTopicList = 312 => "GET_HAS_UNIT_SUB_TOPIC_LIST",
-        GetHasUnitSubUnunitTopicList = 313 => "GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST",
-        CloneGroupOffset = 314 => "CLONE_GROUP_OFFSET",
-        ViewBrokerStatsData = 315 => "VIEW_BROKER_STATS_DATA",
-        CleanUnusedTopic = 316 => "CLEAN_UNUSED_TOPIC",
-        GetBrokerConsumeStats = 317 => "GET_BROKER_CONSUME_STATS",
-        UpdateNamesrvConfig = 318 => "UPDATE_NAMESRV_CONFIG",
-        GetNamesrvConfig = 319 => "GET_NAMESRV_CONFIG",
-        QueryConsumeQueue = 321 => "QUERY_CONSUME_QUEUE",
-        QueryDataVersion = 322 => "QUERY_DATA_VERSION",
-        ResumeCheckHalfMessage = 323 => "RESUME_CHECK_HALF_MESSAGE",
-        AddWritePermOfBroker = 327 => "ADD_WRITE_PERM_OF_BROKER",
-        GetAllProducerInfo = 328 => "GET_ALL_PRODUCER_INFO",
-        GetAllConsumerOffset = 43 => "GET_ALL_CONSUMER_OFFSET",
-        GetAllDelayOffset = 45 => "GET_ALL_DELAY_OFFSET",
-        UpdateAndCreateAclConfig = 50 => "UPDATE_AND_CREATE_ACL_CONFIG",
-        DeleteAclConfig = 51 => "DELETE_ACL_CONFIG",
-        GetBrokerClusterAclInfo = 52 => "GET_BROKER_CLUSTER_ACL_INFO",
-        UpdateGlobalWhiteAddrsConfig = 53 => "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG",
-        GetBrokerClusterAclConfig = 54 => "GET_BROKER_CLUSTER_ACL_CONFIG",
-        RmqCqStatus = 30001 => "RMQ_CQ_STATUS",
-        RmqCqVerify = 30002 => "RMQ_CQ_VERIFY",
-        RmqCqAddShadow = 30003 => "RMQ_CQ_ADD_SHADOW",
-        RmqCqServe = 30004 => "RMQ_CQ_SERVE",
-        RmqCqDropShadow = 30005 => "RMQ_CQ_DROP_SHADOW",
-    }
 }
 
 wire_codes! {

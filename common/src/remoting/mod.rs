@@ -18,6 +18,7 @@ pub mod header;
 pub(crate) mod json_header;
 pub(crate) mod json_header_fast;
 pub mod language;
+pub mod requests;
 pub mod version;
 
 #[cfg(test)]
@@ -35,3 +36,4 @@ pub use header::{
     SendMessageRequestHeader, SendMessageResponseHeader,
 };
 pub use language::LanguageCode;
+pub use requests::{BrokerRequest, DecodeHeader, NoHeader, Rule};
