@@ -15,7 +15,7 @@ use crate::metrics::BrokerStats;
 use crate::pull_hold::PullHoldService;
 use crate::service::schedule::Scheduler;
 use crate::service::transaction::Transactions;
-use crate::store::MessageStore;
+use rmq_store::MessageStore;
 
 /// Shared broker state.
 #[derive(Debug)]
@@ -58,13 +58,13 @@ pub struct BrokerContext {
     /// The master a slave streams from now.
     pub ha_link: Arc<crate::ha::slave::SlaveLink>,
     /// Plain ACL, when `aclEnable`.
-    pub acl: Option<Arc<crate::acl::Acl>>,
+    pub acl: Option<Arc<rmq_remoting::acl::Acl>>,
     /// Opens this broker's own connections (to its NameServers and its
     /// master), signed with `innerClientAuthenticationCredentials`.
     pub connector: rmq_client::Connector,
     /// TLS on the broker's ports (and the HA port), when `tlsMode` is not
     /// disabled.
-    pub tls_server: Option<Arc<crate::remoting::tls::TlsServer>>,
+    pub tls_server: Option<Arc<rmq_remoting::tls::TlsServer>>,
     /// Where this broker takes slaves, once it listens.
     pub ha_addr: std::sync::OnceLock<SocketAddr>,
     /// Settings UPDATE_BROKER_CONFIG may change while running.

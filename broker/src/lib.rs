@@ -36,7 +36,3 @@ pub(crate) mod pull_hold;
 pub(crate) mod runtime_config;
 pub(crate) mod sampler;
 pub mod service;
-
-// The processors still name these by their old in-crate paths.
-pub(crate) use rmq_remoting::{self as remoting, acl};
-pub(crate) use rmq_store as store;

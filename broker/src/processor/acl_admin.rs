@@ -18,8 +18,8 @@ use serde_yaml::Value;
 
 use super::parts::AclAdmin;
 use super::{blocking, json_success, success, Handled, Refusal};
-use crate::acl::edit::{version_of, AccountUpdate};
-use crate::acl::Acl;
+use rmq_remoting::acl::edit::{version_of, AccountUpdate};
+use rmq_remoting::acl::Acl;
 
 fn acl(acl_admin: &AclAdmin, failed: ResponseCode) -> Result<Arc<Acl>, Refusal> {
     acl_admin.acl.clone().ok_or_else(|| {

@@ -19,7 +19,7 @@ use rmq_common::remoting::body::{CreateTopicList, TopicConfig, PERM_READ, PERM_W
 pub(crate) async fn delete_expired(admin: &Arc<Admin>) -> Handled {
     let store = Arc::clone(&admin.store);
     let report = tokio::task::spawn_blocking(move || {
-        store.clean_pass(crate::store::clean::CleanTrigger::Operator)
+        store.clean_pass(rmq_store::clean::CleanTrigger::Operator)
     })
     .await
     .map_err(|e| {

@@ -14,7 +14,7 @@ use rmq_common::remoting::body::{CheckClientBody, HeartbeatData};
 
 use super::parts::ClientTable;
 use crate::clients::{ClientManager, GroupChange};
-use crate::remoting::Connection;
+use rmq_remoting::Connection;
 
 /// Every group and subscribed topic a heartbeat names follows the naming
 /// rules; a heartbeat that breaks them registers nothing.

@@ -10,7 +10,7 @@ use rmq_common::remoting::ResponseCode;
 use serde::Serialize;
 
 use super::{blocking, json_success, Handled, Refusal};
-use crate::store::{BackendStatus, CqAdminError, MessageStore, VerifyError, VerifyOptions};
+use rmq_store::{BackendStatus, CqAdminError, MessageStore, VerifyError, VerifyOptions};
 
 /// One backend in a status answer.
 #[derive(Debug, Serialize)]

@@ -51,8 +51,8 @@ use rmq_common::remoting::{
 use tokio_util::sync::CancellationToken;
 
 use crate::context::BrokerContext;
-use crate::remoting::{ConnId, Connection, RequestHandler};
 use parts::Parts;
+use rmq_remoting::{ConnId, Connection, RequestHandler};
 
 /// The broker's request handler.
 #[derive(Debug)]

@@ -15,7 +15,7 @@ use rmq_common::remoting::{RemotingCommand, ResponseCode};
 use super::{blocking, json_success, success, Handled, Refusal};
 use crate::meta::{ConsumerOffsetManager, TopicConfigManager};
 use crate::service::schedule::Scheduler;
-use crate::store::MessageStore;
+use rmq_store::MessageStore;
 
 /// QUERY_CONSUMER_OFFSET.
 pub(crate) async fn query(

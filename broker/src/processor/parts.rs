@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use crate::acl::Acl;
 use crate::clients::{ClientCalls, ClientManager, QueueLockManager};
 use crate::config::Settings;
 use crate::context::BrokerContext;
@@ -20,7 +19,8 @@ use crate::pull_hold::PullHoldService;
 use crate::runtime_config::RuntimeConfig;
 use crate::service::schedule::Scheduler;
 use crate::service::transaction::Transactions;
-use crate::store::MessageStore;
+use rmq_remoting::acl::Acl;
+use rmq_store::MessageStore;
 
 /// What the send path reaches: SEND_MESSAGE(_V2), SEND_BATCH_MESSAGE,
 /// SEND_REPLY_MESSAGE(_V2), CONSUMER_SEND_MSG_BACK and END_TRANSACTION.

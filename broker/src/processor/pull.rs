@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 use super::parts::PullPath;
 use super::{blocking, Handled, Refusal};
 use crate::ha::BrokerRole;
-use crate::store::{GetMessageResult, GetRequest, GetStatus, SubscriptionFilter, TagFilter};
 use rmq_common::remoting::body::{SubscriptionGroupConfig, PERM_READ};
+use rmq_store::{GetMessageResult, GetRequest, GetStatus, SubscriptionFilter, TagFilter};
 
 /// The master's broker id.
 const MASTER_ID: i64 = 0;

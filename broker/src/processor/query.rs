@@ -7,7 +7,7 @@ use rmq_common::remoting::header::{QueryMessageRequestHeader, ViewMessageByIdReq
 use rmq_common::remoting::ResponseCode;
 
 use super::{blocking, success, Handled, Refusal};
-use crate::store::MessageStore;
+use rmq_store::MessageStore;
 
 /// QUERY_MESSAGE: the messages of `topic` with `key`.
 pub(crate) async fn by_key(store: &Arc<MessageStore>, h: QueryMessageRequestHeader) -> Handled {

@@ -19,7 +19,7 @@ use rmq_common::remoting::{
 
 use super::parts::SendPath;
 use super::{validate, Handled, Refusal};
-use crate::remoting::Connection;
+use rmq_remoting::Connection;
 
 /// How long the requester has to take a pushed reply (Java's
 /// `Broker2Client.callClient`).

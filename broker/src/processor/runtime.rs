@@ -10,7 +10,7 @@ use rmq_common::remoting::{RemotingCommand, ResponseCode};
 use super::parts::Admin;
 use super::{blocking, json_success, Handled, Refusal};
 use crate::ha::BrokerRole;
-use crate::store::clean::{DiskUsage, FsDiskUsage};
+use rmq_store::clean::{DiskUsage, FsDiskUsage};
 
 /// The version this broker speaks and reports (Java's `MQVersion` ordinal
 /// and name of 4.9.8).

@@ -13,9 +13,9 @@ use rmq_common::remoting::{
 
 use super::parts::SendPath;
 use super::{Handled, Refusal};
-use crate::remoting::Connection;
 use crate::service::transaction::half_message;
-use crate::store::PutStatus;
+use rmq_remoting::Connection;
+use rmq_store::PutStatus;
 
 /// Spreads sends that let the broker choose the queue.
 static NEXT_QUEUE: AtomicU32 = AtomicU32::new(0);
@@ -138,14 +138,14 @@ pub(crate) async fn send(
         messages
     };
     for m in &messages {
-        crate::store::headroom::check(&path.store, m)
+        rmq_store::headroom::check(&path.store, m)
             .map_err(|e| Refusal::new(ResponseCode::MessageIllegal, e.to_string()))?;
     }
     // No hand-off to a blocking thread: the append is a copy under the put
     // lock, and a SYNC_FLUSH wait is a future the group commit completes.
     // A SYNC_MASTER waits for a slave to have the bytes meanwhile.
     let replicate = path.settings.broker.broker_role == crate::ha::BrokerRole::SyncMaster
-        && messages.first().is_some_and(crate::store::wants_wait);
+        && messages.first().is_some_and(rmq_store::wants_wait);
     let slave_timeout = std::time::Duration::from_millis(path.settings.broker.slave_timeout_ms);
     let (result, replica) = path
         .store

@@ -11,7 +11,7 @@ use rmq_common::remoting::{RemotingCommand, ResponseCode, Rule};
 
 use super::Refusal;
 use crate::meta::TopicConfigManager;
-use crate::store::MessageStore;
+use rmq_store::MessageStore;
 
 /// Most queues a topic may have (read or write). RocketMQ sets no limit;
 /// one keeps a typing slip or a hostile admin request from announcing

@@ -1,7 +1,7 @@
 //! Every request code Apache RocketMQ 4.9's broker and NameServer serve,
 //! every one this broker serves besides, and the requests the broker sends
 //! to clients: where each is answered here, and for each one not answered,
-//! why. `docs/request-codes.md` (and DESIGN.md section 7) is this table
+//! why. `docs/request-codes.md` is this table
 //! (the rows of [`super::requests`]) rendered by [`markdown`]; a test keeps
 //! the two equal and another sends every code to a running broker and
 //! NameServer.
