@@ -64,6 +64,7 @@ macro_rules! wire_codes {
         }
     };
 }
+pub(crate) use wire_codes;
 
 wire_codes! {
     /// The response codes this broker sends or a client must recognise.

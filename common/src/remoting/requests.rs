@@ -59,48 +59,16 @@ macro_rules! requests {
             $( $uv:ident = $uval:literal, $ujava:literal, $userved:expr, $urule:ident, $unote:literal; )+
         }
     ) => {
-        /// The request codes this broker and its embedded NameServer
-        /// understand, with the values of RocketMQ's Java `RequestCode`.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        #[repr(i32)]
-        pub enum RequestCode {
-            $(
-                #[doc = concat!("`", $hjava, "` (", stringify!($hval), ").")]
-                $hv = $hval,
-            )+
-            $(
-                #[doc = concat!("`", $ujava, "` (", stringify!($uval), ").")]
-                $uv = $uval,
-            )+
+        super::codes::wire_codes! {
+            /// The request codes this broker and its embedded NameServer
+            /// understand, with the values of RocketMQ's Java `RequestCode`.
+            pub enum RequestCode {
+                $( $hv = $hval => $hjava, )+
+                $( $uv = $uval => $ujava, )+
+            }
         }
 
         impl RequestCode {
-            /// Every known code, in table order.
-            pub const ALL: &'static [RequestCode] =
-                &[$(RequestCode::$hv,)+ $(RequestCode::$uv,)+];
-
-            /// The known code with this wire value, if any.
-            pub fn from_i32(value: i32) -> Option<Self> {
-                match value {
-                    $( $hval => Some(RequestCode::$hv), )+
-                    $( $uval => Some(RequestCode::$uv), )+
-                    _ => None,
-                }
-            }
-
-            /// The wire value.
-            pub fn code(self) -> i32 {
-                self as i32
-            }
-
-            /// The Java constant name, for logs and metric labels.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $( RequestCode::$hv => $hjava, )+
-                    $( RequestCode::$uv => $ujava, )+
-                }
-            }
-
             /// What the broker checks before decoding the request.
             pub fn rule(self) -> Rule {
                 match self {
@@ -250,18 +218,6 @@ requests! {
         QueryDataVersion = 322, "QUERY_DATA_VERSION", N, Plain, "";
         PushReplyMessageToClient = 326, "PUSH_REPLY_MESSAGE_TO_CLIENT", No(TO_CLIENT), Plain, "";
         AddWritePermOfBroker = 327, "ADD_WRITE_PERM_OF_BROKER", N, Plain, "";
-    }
-}
-
-impl From<RequestCode> for i32 {
-    fn from(code: RequestCode) -> i32 {
-        code as i32
-    }
-}
-
-impl std::fmt::Display for RequestCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}({})", self.name(), self.code())
     }
 }
 
