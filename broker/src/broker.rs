@@ -51,6 +51,7 @@ pub struct Broker {
     metrics_addr: Option<SocketAddr>,
     schedule: Option<ScheduleService>,
     transaction: Option<TransactionService>,
+    reviver: Option<rmq_common::service::Service>,
     persister: Option<MetaPersister>,
     registrar: Option<BrokerRegistrar>,
     cancel: CancellationToken,
@@ -133,8 +134,13 @@ impl Broker {
         }
         let offsets = Arc::new(ConsumerOffsetManager::open(&root)?);
         let groups = Arc::new(crate::meta::SubscriptionGroupManager::open(&root)?);
+        let orders = Arc::new(crate::pop::orderly::OrderTable::open(&root)?);
         // Requests change the tables in memory; this thread writes them.
         let persister = MetaPersister::start(vec![
+            (
+                Arc::clone(&orders) as Arc<dyn PersistTable>,
+                TABLE_WRITE_INTERVAL,
+            ),
             (
                 Arc::clone(&topics) as Arc<dyn PersistTable>,
                 TABLE_WRITE_INTERVAL,
@@ -149,6 +155,7 @@ impl Broker {
             service: "meta persist",
             source,
         })?;
+        let topics_changed = Arc::new(Notify::new());
         let pull_hold = Arc::new(PullHoldService::new());
         store.add_arrival_listener(Arc::clone(&pull_hold) as _);
         let scheduler = Arc::new(
@@ -204,6 +211,43 @@ impl Broker {
             &settings,
             &settings.store.store_path_root_dir,
         );
+        let pop_state = crate::pop::open_state(
+            &store,
+            &topics,
+            &offsets,
+            &settings.broker,
+            &settings.store.store_path_root_dir,
+            addr,
+        )?;
+        let pop = Arc::new(crate::pop::PopRuntime::new(
+            settings.broker.pop.clone(),
+            Arc::clone(&pop_state),
+            &settings.broker.broker_cluster_name,
+            &settings.broker.broker_name,
+            orders,
+        ));
+        store.add_arrival_listener(Arc::clone(&pop.polling) as _);
+        let reviver = if slave {
+            None
+        } else {
+            Some(
+                crate::pop::start_reviver(crate::pop::revive::Reviver {
+                    state: pop_state,
+                    store: Arc::clone(&store),
+                    topics: Arc::clone(&topics),
+                    offsets: Arc::clone(&offsets),
+                    topics_changed: Arc::clone(&topics_changed),
+                    store_host: addr,
+                    retry_v2: settings.broker.pop.enable_retry_topic_v2,
+                    interval: Duration::from_millis(settings.broker.pop.revive_interval_ms.max(10)),
+                    metrics: Arc::clone(&pop.metrics),
+                })
+                .map_err(|source| BrokerError::Spawn {
+                    service: "pop revive",
+                    source,
+                })?,
+            )
+        };
         let settings_ha_gap = settings.broker.ha_max_gap_not_in_sync;
         let ctx = Arc::new(BrokerContext {
             settings,
@@ -218,7 +262,7 @@ impl Broker {
             scheduler,
             transactions,
             connections: Arc::new(std::sync::atomic::AtomicI64::new(0)),
-            topics_changed: Arc::new(Notify::new()),
+            topics_changed,
             groups,
             stats: Arc::new(crate::metrics::BrokerStats::new()),
             items: Arc::new(crate::metrics::StatsItems::new()),
@@ -230,6 +274,7 @@ impl Broker {
             ha_addr: std::sync::OnceLock::new(),
             runtime: Arc::new(runtime),
             boot_ms: rmq_common::time::now_ms(),
+            pop,
         });
 
         let options = ServerOptions {
@@ -276,6 +321,7 @@ impl Broker {
             metrics_addr,
             schedule,
             transaction,
+            reviver,
             persister: Some(persister),
             registrar,
             cancel,
@@ -319,6 +365,9 @@ impl Broker {
         self.cancel.cancel();
         self.tracker.close();
         let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.tracker.wait()).await;
+        if let Some(reviver) = self.reviver.take() {
+            let _ = tokio::task::spawn_blocking(move || reviver.halt("broker halted")).await;
+        }
         if let Some(transaction) = self.transaction.take() {
             let _ = tokio::task::spawn_blocking(move || transaction.stop()).await;
         }
@@ -343,6 +392,13 @@ impl Broker {
             .is_err()
         {
             tracing::warn!("some connection tasks did not stop within the grace period");
+        }
+        if let Some(reviver) = self.reviver.take() {
+            if let Err(e) =
+                tokio::task::spawn_blocking(move || reviver.stop("broker stopping")).await
+            {
+                tracing::error!(error = %e, "POP revive service stop task failed");
+            }
         }
         if let Some(transaction) = self.transaction.take() {
             if let Err(e) = tokio::task::spawn_blocking(move || transaction.stop()).await {

@@ -167,6 +167,9 @@ pub struct BrokerConfig {
     pub tls_client_key_path: String,
     /// A RocketMQ tls.properties whose `tls.*` keys override the above.
     pub tls_config_file: String,
+    /// POP consumption (RocketMQ 5.x).
+    #[serde(flatten)]
+    pub pop: crate::pop::PopConfig,
 }
 
 impl Default for BrokerConfig {
@@ -205,6 +208,7 @@ impl Default for BrokerConfig {
             tls_client_cert_path: String::new(),
             tls_client_key_path: String::new(),
             tls_config_file: String::new(),
+            pop: crate::pop::PopConfig::default(),
             broker_id: 0,
             broker_ip1: "127.0.0.1".into(),
             listen_port: 10911,

@@ -71,4 +71,6 @@ pub struct BrokerContext {
     pub runtime: Arc<crate::runtime_config::RuntimeConfig>,
     /// When the broker started, ms since the epoch.
     pub boot_ms: i64,
+    /// POP consumption (RocketMQ 5.x).
+    pub pop: Arc<crate::pop::PopRuntime>,
 }

@@ -23,6 +23,9 @@ pub enum ServiceError {
 /// Why the broker could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum BrokerError {
+    /// POP state could not be opened.
+    #[error("POP: {0}")]
+    Pop(#[from] crate::pop::PopOpenError),
     /// The store could not be opened.
     #[error("message store: {0}")]
     Store(#[from] StoreError),

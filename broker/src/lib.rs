@@ -31,6 +31,7 @@ pub mod ha;
 pub mod logging;
 pub mod meta;
 pub mod metrics;
+pub mod pop;
 pub(crate) mod processor;
 pub(crate) mod pull_hold;
 pub(crate) mod runtime_config;

@@ -21,6 +21,7 @@ pub mod json;
 pub mod message;
 pub mod meta_file;
 pub mod names;
+pub mod pop;
 pub mod remoting;
 pub mod service;
 pub mod sql92;

@@ -18,6 +18,7 @@
 //! here taking the header and only the parts of the broker it uses, and add
 //! its arm to `serve` (the compiler asks for it).
 
+pub(crate) mod ack;
 pub(crate) mod acl_admin;
 pub(crate) mod admin;
 pub(crate) mod client;
@@ -26,8 +27,10 @@ pub(crate) mod cq_admin;
 pub(crate) mod groups;
 pub(crate) mod inspect;
 pub(crate) mod lock;
+pub(crate) mod notification;
 pub(crate) mod offsets;
 pub(crate) mod parts;
+pub(crate) mod pop;
 pub(crate) mod pull;
 pub(crate) mod query;
 pub(crate) mod reply;
@@ -107,8 +110,10 @@ impl ConnectionGone {
 }
 
 /// Answers that are part of normal operation, not refusals worth a line.
-const ROUTINE_CODES: [ResponseCode; 5] = [
+const ROUTINE_CODES: [ResponseCode; 7] = [
     ResponseCode::Success,
+    ResponseCode::POLLING_TIMEOUT,
+    ResponseCode::POLLING_FULL,
     ResponseCode::PullNotFound,
     ResponseCode::PullRetryImmediately,
     ResponseCode::PullOffsetMoved,
@@ -244,6 +249,13 @@ async fn serve(
         R::PullMessage(h) | R::LitePullMessage(h) => {
             pull::pull(&p.pull, h, || gone.token(conn)).await
         }
+        R::PopMessage(h) => pop::pop(&p.pop, h, || gone.token(conn)).await,
+        R::PeekMessage(h) => pop::peek(&p.pop, h).await,
+        R::AckMessage(h) => ack::ack(&p.pop, h).await,
+        R::BatchAckMessage(_) => ack::batch_ack(&p.pop, req).await,
+        R::ChangeMessageInvisibletime(h) => ack::change_invisible(&p.pop, h).await,
+        R::Notification(h) => notification::notification(&p.pop, h, || gone.token(conn)).await,
+        R::PollingInfo(h) => notification::polling_info(&p.pop, h),
         R::ConsumerSendMsgBack(h) => send_back::send_back(&p.send, h).await,
         R::SendReplyMessage(h) | R::SendReplyMessageV2(h) => {
             reply::reply(&p.send, conn, req, h).await

@@ -56,6 +56,23 @@ pub(crate) struct PullPath {
     pub pull_hold: Arc<PullHoldService>,
 }
 
+/// What POP consumption reaches: POP_MESSAGE, PEEK_MESSAGE, ACK_MESSAGE,
+/// BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, NOTIFICATION and
+/// POLLING_INFO.
+#[derive(Debug)]
+pub(crate) struct PopPath {
+    pub settings: Arc<Settings>,
+    pub runtime: Arc<RuntimeConfig>,
+    pub store: Arc<MessageStore>,
+    pub store_host: SocketAddr,
+    pub topics: Arc<TopicConfigManager>,
+    pub groups: Arc<SubscriptionGroupManager>,
+    pub offsets: Arc<ConsumerOffsetManager>,
+    pub clients: Arc<ClientManager>,
+    pub items: Arc<StatsItems>,
+    pub pop: Arc<crate::pop::PopRuntime>,
+}
+
 /// What the client-table requests reach: HEART_BEAT, UNREGISTER_CLIENT,
 /// GET_CONSUMER_LIST_BY_GROUP and CHECK_CLIENT_CONFIG.
 #[derive(Debug)]
@@ -124,6 +141,7 @@ pub(crate) struct Parts {
     pub scheduler: Arc<Scheduler>,
     pub send: Arc<SendPath>,
     pub pull: Arc<PullPath>,
+    pub pop: Arc<PopPath>,
     pub client_table: Arc<ClientTable>,
     pub consumption: Arc<Consumption>,
     pub admin: Arc<Admin>,
@@ -166,6 +184,18 @@ impl Parts {
                 clients: Arc::clone(&ctx.clients),
                 items: Arc::clone(&ctx.items),
                 pull_hold: Arc::clone(&ctx.pull_hold),
+            }),
+            pop: Arc::new(PopPath {
+                settings: Arc::clone(&settings),
+                runtime: Arc::clone(&ctx.runtime),
+                store: Arc::clone(&ctx.store),
+                store_host: ctx.store_host,
+                topics: Arc::clone(&ctx.topics),
+                groups: Arc::clone(&ctx.groups),
+                offsets: Arc::clone(&ctx.offsets),
+                clients: Arc::clone(&ctx.clients),
+                items: Arc::clone(&ctx.items),
+                pop: Arc::clone(&ctx.pop),
             }),
             client_table: Arc::new(ClientTable {
                 clients: Arc::clone(&ctx.clients),

@@ -150,10 +150,25 @@ fn group_config(path: &PullPath, group: &str) -> SubscriptionGroupConfig {
 /// Java's checks of the subscription group: it exists (or is created on
 /// first use), may consume, and may consume by broadcasting if it does.
 fn group_may_pull(path: &PullPath, group: &str) -> Result<(), Refusal> {
-    let permits = match path.groups.permits(group) {
+    group_may_consume(
+        &path.groups,
+        &path.clients,
+        path.settings.broker.auto_create_subscription_group,
+        group,
+    )
+}
+
+/// The group checks of a pull or a pop.
+pub(crate) fn group_may_consume(
+    groups: &crate::meta::SubscriptionGroupManager,
+    clients: &crate::clients::ClientManager,
+    auto_create: bool,
+    group: &str,
+) -> Result<(), Refusal> {
+    let permits = match groups.permits(group) {
         Some(p) => p,
-        None if path.settings.broker.auto_create_subscription_group => {
-            path.groups.get_or_create([group]);
+        None if auto_create => {
+            groups.get_or_create([group]);
             return Ok(());
         }
         None => {
@@ -169,7 +184,7 @@ fn group_may_pull(path: &PullPath, group: &str) -> Result<(), Refusal> {
             format!("subscription group no permission, {group}"),
         ));
     }
-    if !permits.consume_broadcast_enable && path.clients.is_broadcasting(group) {
+    if !permits.consume_broadcast_enable && clients.is_broadcasting(group) {
         return Err(Refusal::new(
             ResponseCode::NoPermission,
             format!("the consumer group[{group}] can not consume by broadcast way"),

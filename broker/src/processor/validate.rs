@@ -163,7 +163,7 @@ fn slave_role(store: &MessageStore, rule: Rule) -> Result<(), Refusal> {
             ResponseCode::SlaveNotAvailable,
             "this broker is a slave: end the transaction on its master",
         )),
-        Rule::Plain | Rule::Send => Ok(()),
+        Rule::Plain | Rule::Send | Rule::Pop => Ok(()),
     }
 }
 
@@ -190,8 +190,9 @@ pub(crate) fn request(
         }
     }
     // A send may leave the queue to the broker (-1); the send processor
-    // checks the rest against the topic it may create.
-    if rule != Rule::Send {
+    // checks the rest against the topic it may create. POP reads every
+    // queue with -1 and answers a bad id with 5.x's own codes.
+    if rule != Rule::Send && rule != Rule::Pop {
         if let (Some(t), Some(q)) = (topic_name, ext.get_i32("queueId")?) {
             queue_of(topics, t, q)?;
         }

@@ -88,6 +88,7 @@ wire_codes! {
         SubscriptionNotExist = 24 => "SUBSCRIPTION_NOT_EXIST",
         SubscriptionNotLatest = 25 => "SUBSCRIPTION_NOT_LATEST",
         SubscriptionGroupNotExist = 26 => "SUBSCRIPTION_GROUP_NOT_EXIST",
+        InvalidParameter = 29 => "INVALID_PARAMETER",
         TransactionShouldCommit = 200 => "TRANSACTION_SHOULD_COMMIT",
         TransactionShouldRollback = 201 => "TRANSACTION_SHOULD_ROLLBACK",
         TransactionStateUnknow = 202 => "TRANSACTION_STATE_UNKNOW",
@@ -98,6 +99,15 @@ wire_codes! {
         UpdateGlobalWhiteAddrsConfigFailed = 211 => "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED",
         FlowControl = 215 => "FLOW_CONTROL",
     }
+}
+
+impl ResponseCode {
+    /// RocketMQ 5.x's POLLING_FULL: a POP or NOTIFICATION wait refused
+    /// because too many wait. 5.x reuses 4.x's number 209.
+    pub const POLLING_FULL: Self = Self::UpdateAndCreateAclConfigFailed;
+    /// RocketMQ 5.x's POLLING_TIMEOUT: a POP found nothing (or waited out
+    /// its poll time). 5.x reuses 4.x's number 210.
+    pub const POLLING_TIMEOUT: Self = Self::DeleteAclConfigFailed;
 }
 
 #[cfg(test)]
@@ -202,6 +212,14 @@ mod tests {
             (RequestCode::RmqCqAddShadow, 30003),
             (RequestCode::RmqCqServe, 30004),
             (RequestCode::RmqCqDropShadow, 30005),
+            (RequestCode::PopMessage, 200050),
+            (RequestCode::AckMessage, 200051),
+            (RequestCode::PeekMessage, 200052),
+            (RequestCode::ChangeMessageInvisibletime, 200053),
+            (RequestCode::Notification, 200054),
+            (RequestCode::PollingInfo, 200055),
+            (RequestCode::PopRollback, 200056),
+            (RequestCode::BatchAckMessage, 200151),
         ];
         assert_eq!(expected.len(), RequestCode::ALL.len());
         for &(code, value) in expected {
@@ -238,6 +256,7 @@ mod tests {
             (ResponseCode::SubscriptionNotExist, 24),
             (ResponseCode::SubscriptionNotLatest, 25),
             (ResponseCode::SubscriptionGroupNotExist, 26),
+            (ResponseCode::InvalidParameter, 29),
             (ResponseCode::TransactionShouldCommit, 200),
             (ResponseCode::TransactionShouldRollback, 201),
             (ResponseCode::TransactionStateUnknow, 202),

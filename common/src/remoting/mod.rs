@@ -35,5 +35,11 @@ pub use header::{
     EndTransactionRequestHeader, PullMessageRequestHeader, PullMessageResponseHeader,
     SendMessageRequestHeader, SendMessageResponseHeader,
 };
+pub use header::{
+    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
+    NotificationRequestHeader, NotificationResponseHeader, PeekMessageRequestHeader,
+    PollingInfoRequestHeader, PollingInfoResponseHeader, PopMessageRequestHeader,
+    PopMessageResponseHeader,
+};
 pub use language::LanguageCode;
 pub use requests::{BrokerRequest, DecodeHeader, NoHeader, Rule};

@@ -28,6 +28,10 @@ pub enum Rule {
     MasterMeta,
     /// Refused on a slave: a transaction ends on its master.
     MasterTxn,
+    /// POP consumption: names only; a negative queue id means every queue,
+    /// and the POP processors answer an out-of-range one as RocketMQ 5.x
+    /// does (INVALID_PARAMETER or MESSAGE_ILLEGAL).
+    Pop,
 }
 
 /// A header read from `extFields`, naming the missing or unreadable field
@@ -186,6 +190,13 @@ requests! {
         GetAllProducerInfo = 328, "GET_ALL_PRODUCER_INFO", B, Plain, NoHeader, "";
         DeleteExpiredCommitlog = 329, "DELETE_EXPIRED_COMMITLOG", B, Plain, NoHeader, "RocketMQ 5.x's code: one clean pass now";
         LitePullMessage = 361, "LITE_PULL_MESSAGE", B, Plain, PullMessageRequestHeader, "RocketMQ 5.x's lite pull code; served as PULL_MESSAGE";
+        PopMessage = 200050, "POP_MESSAGE", B, Pop, PopMessageRequestHeader, "RocketMQ 5.x POP; POP state in the revive topic or RocksDB (popStateStore)";
+        AckMessage = 200051, "ACK_MESSAGE", B, Pop, AckMessageRequestHeader, "RocketMQ 5.x POP";
+        PeekMessage = 200052, "PEEK_MESSAGE", B, Pop, PeekMessageRequestHeader, "RocketMQ 5.x POP";
+        ChangeMessageInvisibletime = 200053, "CHANGE_MESSAGE_INVISIBLETIME", B, Pop, ChangeInvisibleTimeRequestHeader, "RocketMQ 5.x POP";
+        Notification = 200054, "NOTIFICATION", B, Pop, NotificationRequestHeader, "RocketMQ 5.x POP";
+        PollingInfo = 200055, "POLLING_INFO", B, Pop, PollingInfoRequestHeader, "RocketMQ 5.x POP: POP requests waiting under the key";
+        BatchAckMessage = 200151, "BATCH_ACK_MESSAGE", B, Pop, NoHeader, "RocketMQ 5.x POP";
         RmqCqStatus = 30001, "RMQ_CQ_STATUS", B, Plain, NoHeader, "this broker's own (rmq-admin cq status): the consume-queue backends, serving and shadow; a code RocketMQ does not use";
         RmqCqVerify = 30002, "RMQ_CQ_VERIFY", B, Plain, CqVerifyRequestHeader, "this broker's own (rmq-admin cq verify): compares the shadow consume queue with the serving one";
         RmqCqAddShadow = 30003, "RMQ_CQ_ADD_SHADOW", B, Plain, CqBackendRequestHeader, "this broker's own (rmq-admin cq add-shadow): a second backend built from the CommitLog";
@@ -218,6 +229,7 @@ requests! {
         QueryDataVersion = 322, "QUERY_DATA_VERSION", N, Plain, "";
         PushReplyMessageToClient = 326, "PUSH_REPLY_MESSAGE_TO_CLIENT", No(TO_CLIENT), Plain, "";
         AddWritePermOfBroker = 327, "ADD_WRITE_PERM_OF_BROKER", N, Plain, "";
+        PopRollback = 200056, "POP_ROLLBACK", No("declared by RocketMQ 5.x but served by no processor there either"), Plain, "";
     }
 }
 

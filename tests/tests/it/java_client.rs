@@ -196,4 +196,7 @@ java_scenarios! {
     V5 "dlq" => java5_dlq_file, java5_dlq_rocksdb;
     V5 "transaction" => java5_transaction_file, java5_transaction_rocksdb;
     V5 "resume" => java5_resume_file, java5_resume_rocksdb;
+    // RocketMQ 5.x POP through the 5.3.3 client's own pop, ack and
+    // change-invisible-time calls (PopScenario.java).
+    V5 "pop" => java5_pop_file, java5_pop_rocksdb;
 }

@@ -15,6 +15,7 @@ pub mod cq_admin;
 pub mod group;
 pub mod inspect;
 pub mod offset;
+pub mod pop;
 pub mod pull;
 pub mod pull_sys_flag;
 pub mod query;
@@ -43,6 +44,12 @@ pub use inspect::{
 pub use offset::{
     QueryConsumerOffsetRequestHeader, QueueRequestHeader, SearchOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
+};
+pub use pop::{
+    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
+    NotificationRequestHeader, NotificationResponseHeader, PeekMessageRequestHeader,
+    PollingInfoRequestHeader, PollingInfoResponseHeader, PopMessageRequestHeader,
+    PopMessageResponseHeader,
 };
 pub use query::{QueryMessageRequestHeader, ViewMessageByIdRequestHeader};
 pub use stats::{

@@ -48,9 +48,10 @@ final class Compat {
         return false;
     }
 
-    /** Scenarios written against one client's packages: none for 5.x (the
+    /** Scenarios written against one client's packages: POP for 5.x (the
      *  admin scenario runs on the 4.9 admin API, as mqadmin does). */
     static void addScenarios(Map<String, ClientSuite.Scenario> scenarios) {
+        scenarios.put("pop", PopScenario::run);
     }
 
     static void broadcasting(DefaultMQPushConsumer c) {
