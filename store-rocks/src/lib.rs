@@ -35,6 +35,7 @@ mod key;
 mod maintain;
 mod offsets;
 mod options;
+mod pop_state;
 mod search;
 mod shared;
 mod stats;
@@ -44,4 +45,5 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+pub use pop_state::RocksPopState;
 pub use store::RocksConsumeQueueStore;

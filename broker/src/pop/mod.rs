@@ -168,7 +168,17 @@ pub fn open_state(
     root: &std::path::Path,
     store_host: SocketAddr,
 ) -> Result<Arc<dyn PopStateStore>, PopOpenError> {
-    let _ = root;
+    if broker.pop.pop_kv_store {
+        let sync = store.config().flush_disk_type == rmq_common::FlushDiskType::SyncFlush;
+        let state: Arc<dyn PopStateStore> = Arc::new(rmq_store_rocks::RocksPopState::open(
+            root,
+            &broker.broker_name,
+            sync,
+        )?);
+        raise_offsets(state.as_ref(), offsets);
+        tracing::info!(form = state.name(), "POP state opened");
+        return Ok(state);
+    }
     open_revive_state(
         store,
         topics,

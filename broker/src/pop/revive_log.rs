@@ -36,6 +36,9 @@ const FORM: &str = "revive-topic";
 /// Records read per step when the revive topic is replayed.
 const REPLAY_BATCH: usize = 256;
 
+/// Longest the replay waits for reput to dispatch what the CommitLog holds.
+const REPLAY_DISPATCH_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// The revive-topic form of [`PopStateStore`].
 #[derive(Debug)]
 pub struct RevivePopState {
@@ -161,6 +164,17 @@ impl RevivePopState {
         broker_name: String,
         store_host: SocketAddr,
     ) -> Result<Self, PopStateError> {
+        // The replay reads the revive queues: everything the CommitLog
+        // holds must be in them first (reput catches up after a restart).
+        let end = store.max_phy_offset();
+        if !store.wait_dispatched_to(end, REPLAY_DISPATCH_WAIT) {
+            return Err(PopStateError::Read {
+                form: FORM,
+                reason: format!(
+                    "{topic}: reput did not reach the CommitLog's end {end} within {REPLAY_DISPATCH_WAIT:?}"
+                ),
+            });
+        }
         let s = Self {
             store,
             offsets,

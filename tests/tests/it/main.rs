@@ -26,6 +26,7 @@ mod meta_scale;
 mod metrics;
 mod mqadmin;
 mod namesrv;
+mod pop_conformance;
 mod prometheus;
 mod real_client;
 mod replication;
