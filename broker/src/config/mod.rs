@@ -8,6 +8,7 @@
 
 pub mod java;
 mod java_keys;
+mod properties;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -676,7 +677,11 @@ fn alias(lower: &str) -> Option<String> {
 fn read_file(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
     let format = match path.extension().and_then(|e| e.to_str()) {
         Some("toml") => config::FileFormat::Toml,
-        _ => config::FileFormat::Ini,
+        _ => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| ConfigError::new("--config", format!("{}: {e}", path.display())))?;
+            return Ok(properties::parse(&text));
+        }
     };
     let built = config::Config::builder()
         .add_source(config::File::new(&path.to_string_lossy(), format))
