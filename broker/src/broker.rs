@@ -79,8 +79,14 @@ impl Broker {
         })?;
         let acl = open_acl(&settings, &cancel, &tracker)?;
         let tls = settings.broker.tls_settings()?;
+        // The certificate names both addresses: slaves reach the HA port
+        // on brokerIP2.
+        let mut names = vec![ip.clone()];
+        if settings.broker.ha_ip() != ip {
+            names.push(settings.broker.ha_ip().to_owned());
+        }
         let tls_server = tls
-            .server(std::slice::from_ref(&ip))
+            .server(&names)
             .map_err(|e| BrokerError::Tls(e.to_string()))?;
         let connector = rmq_client::Connector::new()
             .with_credentials(settings.broker.inner_credentials()?)
@@ -308,7 +314,7 @@ impl Broker {
                 namesrv_addrs.push(ns.addr);
             }
         }
-        start_ha_master(&ctx, &ip, addr, &cancel, &tracker).await?;
+        start_ha_master(&ctx, addr, &cancel, &tracker).await?;
         let registrar = start_registrar(&ctx, namesrv_addrs, &cancel, &tracker).await?;
         if slave {
             start_ha_slave(&ctx, registrar.as_ref(), &cancel, &tracker);
@@ -666,16 +672,17 @@ async fn start_namesrv(
     })
 }
 
-/// A master takes slaves on `haListenPort` (0: listenPort + 1, or a free
-/// port when listenPort is 0).
+/// A master takes slaves on `brokerIP2:haListenPort` (brokerIP1 when
+/// brokerIP2 is not set; port 0: listenPort + 1, or a free port when
+/// listenPort is 0), the address it registers as `haServerAddr`.
 async fn start_ha_master(
     ctx: &Arc<BrokerContext>,
-    ip: &str,
     addr: SocketAddr,
     cancel: &CancellationToken,
     tracker: &TaskTracker,
 ) -> Result<(), BrokerError> {
     let b = &ctx.settings.broker;
+    let ip = b.ha_ip();
     if b.broker_role == crate::ha::BrokerRole::Slave || b.ha_listen_port == -1 {
         return Ok(());
     }
@@ -685,7 +692,13 @@ async fn start_ha_master(
         Ok(p) => p,
         Err(_) => return Ok(()),
     };
-    let listener = bind(ip, port).await?;
+    let listener = bind(ip, port).await.map_err(|e| match e {
+        BrokerError::Bind { addr, source } => BrokerError::Bind {
+            addr: format!("{addr} (HA port, on brokerIP2)"),
+            source,
+        },
+        other => other,
+    })?;
     let ha_addr = listener.local_addr().map_err(|source| BrokerError::Bind {
         addr: format!("{ip}:{port}"),
         source,

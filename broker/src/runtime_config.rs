@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
 use rmq_common::remoting::body::{PERM_READ, PERM_WRITE};
 
-use crate::config::Settings;
+use crate::config::{KeyUse, Settings};
 use crate::error::MetaError;
 use crate::meta::write_bytes;
 use rmq_namesrv::config::parse_properties;
@@ -42,6 +42,13 @@ pub enum UpdateError {
     /// Not a setting of this broker.
     #[error("updateBrokerConfig: `{0}` is not a setting of this broker")]
     Unknown(String),
+    /// A RocketMQ 5.3.3 key this broker takes from broker.conf but has no
+    /// behaviour for.
+    #[error(
+        "updateBrokerConfig: `{0}` is a RocketMQ 5.3.3 setting this broker does not use; \
+         nothing was changed"
+    )]
+    NotUsedHere(String),
     /// A setting read once at start.
     #[error(
         "updateBrokerConfig: `{0}` cannot change while the broker runs: set it in broker.conf \
@@ -190,8 +197,11 @@ enum Change {
 /// One `key=value` checked: a runtime key, with a value the broker's own
 /// configuration checks accept.
 fn check(key: &str, value: &str) -> Result<Change, UpdateError> {
-    let canonical =
-        Settings::canonical_key(key).ok_or_else(|| UpdateError::Unknown(key.to_owned()))?;
+    let canonical = match Settings::key_use(key) {
+        KeyUse::Ours(name) => name,
+        KeyUse::NotUsed(java) => return Err(UpdateError::NotUsedHere(java.to_owned())),
+        KeyUse::Unknown => return Err(UpdateError::Unknown(key.to_owned())),
+    };
     if !RUNTIME_KEYS.contains(&canonical.as_str()) {
         return Err(UpdateError::NotAtRuntime(canonical));
     }
@@ -235,6 +245,18 @@ mod tests {
         );
         let e = c.update("noSuchKey=1").unwrap_err();
         assert_eq!(e, UpdateError::Unknown("noSuchKey".into()));
+        let e = c
+            .update("maxReconsumeTimes=9\nsendMessageThreadPoolNums=4")
+            .unwrap_err();
+        assert_eq!(
+            e,
+            UpdateError::NotUsedHere("sendMessageThreadPoolNums".into())
+        );
+        assert!(e.to_string().contains("sendMessageThreadPoolNums"), "{e}");
+        assert_eq!(c.max_reconsume_times(), 5, "nothing of it applied");
+        // A 5.3.3 name of one of our settings is that setting.
+        let e = c.update("warmMapedFileEnable=true").unwrap_err();
+        assert_eq!(e, UpdateError::NotAtRuntime("warmMappedFileEnable".into()));
         assert!(matches!(
             c.update("longPollingEnable=maybe"),
             Err(UpdateError::Invalid(_))

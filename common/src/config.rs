@@ -77,6 +77,10 @@ where
     s.serialize_str(v.map_or("", |b| b.as_str()))
 }
 
+/// What separates the folders of RocketMQ's multi-path CommitLog
+/// (`storePathCommitLog=/a;/b`), which this store does not have.
+pub const MULTI_PATH_SEPARATOR: char = ';';
+
 /// Bytes in a consume-queue unit.
 pub const CQ_UNIT_SIZE: u64 = 20;
 
@@ -86,6 +90,10 @@ pub const CQ_UNIT_SIZE: u64 = 20;
 pub struct StoreConfig {
     /// Root folder of the store (commitlog/, consumequeue/, index/, config/ ...).
     pub store_path_root_dir: PathBuf,
+    /// Folder of the CommitLog segments; empty: `commitlog` under
+    /// `storePathRootDir`. One folder (RocketMQ's `;`-separated list of
+    /// several is refused).
+    pub store_path_commit_log: PathBuf,
     /// Size of one CommitLog segment.
     #[serde(rename = "mappedFileSizeCommitLog")]
     pub mapped_file_size_commit_log_bytes: u64,
@@ -238,6 +246,7 @@ impl Default for StoreConfig {
     fn default() -> Self {
         Self {
             store_path_root_dir: PathBuf::from("./store"),
+            store_path_commit_log: PathBuf::new(),
             mapped_file_size_commit_log_bytes: 1024 * 1024 * 1024,
             mapped_file_size_consume_queue_bytes: 300_000 * CQ_UNIT_SIZE,
             flush_disk_type: FlushDiskType::AsyncFlush,
@@ -334,6 +343,19 @@ impl StoreConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.store_path_root_dir.as_os_str().is_empty() {
             return Err(ConfigError::new("storePathRootDir", "must not be empty"));
+        }
+        if self
+            .store_path_commit_log
+            .to_string_lossy()
+            .contains(MULTI_PATH_SEPARATOR)
+        {
+            return Err(ConfigError::new(
+                "storePathCommitLog",
+                format!(
+                    "{:?} names several folders; this broker keeps the CommitLog in one",
+                    self.store_path_commit_log
+                ),
+            ));
         }
         let seg = self.mapped_file_size_commit_log_bytes;
         if !(4096..=i32::MAX as u64).contains(&seg) {
@@ -499,9 +521,14 @@ impl StoreConfig {
         Ok(())
     }
 
-    /// CommitLog folder.
+    /// CommitLog folder: `storePathCommitLog`, else `commitlog` under the
+    /// root.
     pub fn commit_log_dir(&self) -> PathBuf {
-        self.store_path_root_dir.join("commitlog")
+        if self.store_path_commit_log.as_os_str().is_empty() {
+            self.store_path_root_dir.join("commitlog")
+        } else {
+            self.store_path_commit_log.clone()
+        }
     }
 
     /// File consume-queue folder.
@@ -573,6 +600,17 @@ mod tests {
         let e = c.validate().unwrap_err();
         assert_eq!(e.key, "syncFlushTimeout");
         assert!(e.to_string().contains("syncFlushTimeout"));
+    }
+
+    #[test]
+    fn commit_log_dir_is_store_path_commit_log_when_set() {
+        let mut c = StoreConfig::with_root("/data/store");
+        assert_eq!(c.commit_log_dir(), PathBuf::from("/data/store/commitlog"));
+        c.store_path_commit_log = PathBuf::from("/disk2/cl");
+        c.validate().unwrap();
+        assert_eq!(c.commit_log_dir(), PathBuf::from("/disk2/cl"));
+        c.store_path_commit_log = PathBuf::from("/disk2/cl;/disk3/cl");
+        assert_eq!(c.validate().unwrap_err().key, "storePathCommitLog");
     }
 
     #[test]

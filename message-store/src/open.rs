@@ -158,7 +158,9 @@ impl MessageStore {
             index: index.clone(),
             dispatcher: Arc::clone(&dispatcher),
             clock: Arc::clone(&clock),
-            disk: RwLock::new(Arc::new(FsDiskUsage(root.clone()))),
+            // The CommitLog's disk decides deletion and the write guard, as in
+            // Java (it may be another disk than the root's: storePathCommitLog).
+            disk: RwLock::new(Arc::new(FsDiskUsage(config.commit_log_dir()))),
             guard: DiskGuard::new(config.disk_space_warning_level_ratio_pct),
             pass_lock: Mutex::new(()),
         });

@@ -34,6 +34,7 @@ pub fn broker_settings(root: &Path, backend: CqBackend) -> Settings {
             ..BrokerConfig::default()
         },
         store,
+        ..Settings::default()
     }
 }
 

@@ -44,6 +44,7 @@ async fn main() -> anyhow::Result<()> {
     let directive = rmq_broker::logging::init_with(&level);
     let settings = loaded.context("invalid configuration")?;
     tracing::info!(log = %directive, "logging configured");
+    settings.warn_unused();
     if args.namesrv_only {
         let ns = rmq_broker::broker::run_namesrv_only(&settings).await?;
         println!("rmq NameServer listening on {}", ns.addr());

@@ -249,6 +249,12 @@ pub(crate) fn broker_config(admin: &Admin) -> Handled {
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v)),
     );
+    // Where the HA port and the CommitLog are, also when left to default.
+    lines.insert("brokerIP2".into(), admin.settings.broker.ha_ip().to_owned());
+    lines.insert(
+        "storePathCommitLog".into(),
+        admin.settings.store.commit_log_dir().display().to_string(),
+    );
     // The backends in use, which a runtime flip may have changed.
     lines.insert(
         "consumeQueueStore".into(),

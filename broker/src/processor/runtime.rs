@@ -37,9 +37,11 @@ fn table(admin: &Admin) -> Result<BTreeMap<&'static str, String>, Refusal> {
     let get = totals.get_messages.load(Ordering::Relaxed);
     let marks = admin.stats.day_marks();
     let now = store.clock().now_ms();
-    let root = &admin.settings.store.store_path_root_dir;
-    let disk_ratio = FsDiskUsage(root.clone()).used_ratio().unwrap_or(0.0);
-    let (total, free) = disk_space(root);
+    let commit_log_dir = admin.settings.store.commit_log_dir();
+    let disk_ratio = FsDiskUsage(commit_log_dir.clone())
+        .used_ratio()
+        .unwrap_or(0.0);
+    let (total, free) = disk_space(&commit_log_dir);
     let earliest = store.store_time_at(store.min_phy_offset()).unwrap_or(0);
     let put_times = totals.put_times.load(Ordering::Relaxed);
     let mut t = BTreeMap::new();

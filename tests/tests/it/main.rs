@@ -7,6 +7,7 @@ mod admin_cli;
 mod apache_broker;
 mod bench;
 mod broker_clients;
+mod broker_conf;
 mod broker_server;
 mod cq_ab;
 mod cq_conformance;

@@ -65,6 +65,7 @@ pub(crate) fn settings(name: &str, store: StoreConfig) -> Settings {
             ..BrokerConfig::default()
         },
         store,
+        ..Settings::default()
     }
 }
 

@@ -101,6 +101,7 @@ fn settings(dir: &std::path::Path, backend: CqBackend, flush: FlushDiskType) -> 
             flush_disk_type: flush,
             ..StoreConfig::with_root(dir)
         },
+        ..Settings::default()
     }
 }
 

@@ -1,7 +1,14 @@
 //! Broker configuration: RocketMQ's `BrokerConfig` keys plus the store's
 //! `MessageStoreConfig` keys, in one broker.conf (properties or TOML), each
 //! overridable by the environment (`RMQ_<key>`, any case) and by `--set
-//! key=value`. Unknown keys and bad values are errors that name the key.
+//! key=value`. A key of ours (or one of ours under RocketMQ 5.3.3's name)
+//! is applied, and a bad value is an error that names the key; any other
+//! 5.3.3 key is taken and not used ([`java`]); a key neither knows is an
+//! error that names it.
+
+pub mod java;
+mod java_keys;
+mod properties;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -27,6 +34,10 @@ pub struct BrokerConfig {
     /// Address clients are told to connect to.
     #[serde(rename = "brokerIP1")]
     pub broker_ip1: String,
+    /// Address a master takes slaves on and tells them (with the NameServers)
+    /// to connect to for replication (`haServerAddr`); empty: brokerIP1.
+    #[serde(rename = "brokerIP2")]
+    pub broker_ip2: String,
     /// Remoting port for clients (0 picks a free one).
     pub listen_port: u16,
     /// NameServers to register with (`host:port;host:port`). Empty: the
@@ -211,6 +222,7 @@ impl Default for BrokerConfig {
             pop: crate::pop::PopConfig::default(),
             broker_id: 0,
             broker_ip1: "127.0.0.1".into(),
+            broker_ip2: String::new(),
             listen_port: 10911,
             namesrv_addr: String::new(),
             namesrv_listen_port: 9876,
@@ -269,6 +281,16 @@ impl BrokerConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The address the HA port binds and is advertised on: `brokerIP2`,
+    /// else `brokerIP1`.
+    pub fn ha_ip(&self) -> &str {
+        if self.broker_ip2.trim().is_empty() {
+            &self.broker_ip1
+        } else {
+            self.broker_ip2.trim()
+        }
     }
 
     /// The HA links' timings and sizes.
@@ -347,6 +369,14 @@ impl BrokerConfig {
             return Err(ConfigError::new(
                 "brokerIP1",
                 format!("{:?} is not an IP address", self.broker_ip1),
+            ));
+        }
+        if !self.broker_ip2.trim().is_empty()
+            && self.broker_ip2.trim().parse::<std::net::IpAddr>().is_err()
+        {
+            return Err(ConfigError::new(
+                "brokerIP2",
+                format!("{:?} is not an IP address", self.broker_ip2),
             ));
         }
         if !(1..=1024).contains(&self.default_topic_queue_nums) {
@@ -447,6 +477,21 @@ pub struct Settings {
     pub broker: BrokerConfig,
     /// Store keys.
     pub store: StoreConfig,
+    /// RocketMQ 5.3.3 keys that were given and that this broker does not
+    /// use, by their 5.3.3 name, with the value as given (never parsed).
+    pub unused: BTreeMap<String, String>,
+}
+
+/// What a broker.conf key is to this broker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyUse {
+    /// One of our settings (by its name here).
+    Ours(String),
+    /// A RocketMQ 5.3.3 key this broker takes and does not use (its 5.3.3
+    /// name).
+    NotUsed(&'static str),
+    /// Not a key of this broker nor of RocketMQ 5.3.3.
+    Unknown,
 }
 
 /// Where raw `key=value` settings come from, in increasing precedence.
@@ -462,13 +507,49 @@ pub struct Sources<'a> {
 
 impl Settings {
     /// The name of the setting `key` (matched as [`Settings::from_pairs`]
-    /// matches keys), if it is one.
+    /// matches keys), if it is one of ours.
     pub fn canonical_key(key: &str) -> Option<String> {
-        let lower = key.to_ascii_lowercase();
-        let lower = alias(&lower).unwrap_or(lower);
-        let broker = to_object(&BrokerConfig::default()).ok()?;
-        let store = to_object(&StoreConfig::default()).ok()?;
-        find_key(&broker, &lower).or_else(|| find_key(&store, &lower))
+        match Self::key_use(key) {
+            KeyUse::Ours(name) => Some(name),
+            _ => None,
+        }
+    }
+
+    /// What `key` is to this broker (matched as [`Settings::from_pairs`]
+    /// matches keys).
+    pub fn key_use(key: &str) -> KeyUse {
+        let (Ok(broker), Ok(store)) = (
+            to_object(&BrokerConfig::default()),
+            to_object(&StoreConfig::default()),
+        ) else {
+            return KeyUse::Unknown;
+        };
+        match resolve(&broker, &store, key) {
+            Resolved::Broker(k) | Resolved::Store(k) => KeyUse::Ours(k),
+            Resolved::NotUsed(k) => KeyUse::NotUsed(k),
+            Resolved::Unknown => KeyUse::Unknown,
+        }
+    }
+
+    /// Logs, in one warning line, every 5.3.3 key given that this broker
+    /// does not use (nothing when there is none).
+    pub fn warn_unused(&self) {
+        if let Some(line) = self.unused_line() {
+            tracing::warn!("{line}");
+        }
+    }
+
+    /// The text of [`Settings::warn_unused`]'s line.
+    pub fn unused_line(&self) -> Option<String> {
+        if self.unused.is_empty() {
+            return None;
+        }
+        let names: Vec<&str> = self.unused.keys().map(String::as_str).collect();
+        Some(format!(
+            "{} RocketMQ 5.3.3 keys are not used here (taken and ignored): {}",
+            names.len(),
+            names.join(", ")
+        ))
     }
 
     /// Loads and validates settings from `sources`.
@@ -499,30 +580,88 @@ impl Settings {
     ) -> Result<Self, ConfigError> {
         let mut broker = to_object(&BrokerConfig::default())?;
         let mut store = to_object(&StoreConfig::default())?;
+        let mut unused = BTreeMap::new();
+        // Our keys set under another name: errors about them name the key
+        // as it was written.
+        let mut written: BTreeMap<String, String> = BTreeMap::new();
         for (key, value) in pairs {
-            let lower = key.to_ascii_lowercase();
-            let lower = alias(&lower).unwrap_or(lower);
-            let target = if let Some(k) = find_key(&broker, &lower) {
-                Some((&mut broker, k))
-            } else {
-                find_key(&store, &lower).map(|k| (&mut store, k))
+            let (obj, field) = match resolve(&broker, &store, &key) {
+                Resolved::Broker(field) => (&mut broker, field),
+                Resolved::Store(field) => (&mut store, field),
+                Resolved::NotUsed(java) => {
+                    unused.insert(java.to_owned(), value);
+                    continue;
+                }
+                Resolved::Unknown => {
+                    return Err(ConfigError::new(
+                        key.clone(),
+                        format!(
+                            "unknown config key `{key}`: not a setting of this broker \
+                             nor of RocketMQ 5.3.3"
+                        ),
+                    ));
+                }
             };
-            let Some((obj, field)) = target else {
-                return Err(ConfigError::new(
-                    "(unknown)",
-                    format!("unknown config key `{key}`"),
-                ));
-            };
+            if !key.eq_ignore_ascii_case(&field) {
+                written.insert(field.clone(), key.clone());
+            }
             let coerced = coerce(&obj[&field], &value).ok_or_else(|| {
-                ConfigError::new(field.clone(), format!("{value:?} is not a valid value"))
+                named(
+                    ConfigError::new(field.clone(), format!("{value:?} is not a valid value")),
+                    &written,
+                )
             })?;
             obj.insert(field, coerced);
         }
-        let broker: BrokerConfig = from_object(broker)?;
-        let store: StoreConfig = from_object(store)?;
-        broker.validate()?;
-        store.validate()?;
-        Ok(Self { broker, store })
+        let name = |e: ConfigError| named(e, &written);
+        let broker: BrokerConfig = from_object(broker).map_err(name)?;
+        let store: StoreConfig = from_object(store).map_err(name)?;
+        broker.validate().map_err(name)?;
+        store.validate().map_err(name)?;
+        Ok(Self {
+            broker,
+            store,
+            unused,
+        })
+    }
+}
+
+/// Where a key goes.
+enum Resolved {
+    /// A field of [`BrokerConfig`] (its serde name).
+    Broker(String),
+    /// A field of [`StoreConfig`] (its serde name).
+    Store(String),
+    /// A 5.3.3 key without behaviour here.
+    NotUsed(&'static str),
+    /// Neither.
+    Unknown,
+}
+
+/// Our keys first (by name, then by their other names), then RocketMQ
+/// 5.3.3's; all without regard to case.
+fn resolve(broker: &Object, store: &Object, key: &str) -> Resolved {
+    let lower = key.to_ascii_lowercase();
+    let lower = alias(&lower)
+        .or_else(|| java::same_setting(&lower).map(str::to_ascii_lowercase))
+        .unwrap_or(lower);
+    if let Some(k) = find_key(broker, &lower) {
+        return Resolved::Broker(k);
+    }
+    if let Some(k) = find_key(store, &lower) {
+        return Resolved::Store(k);
+    }
+    match java::java_key(key) {
+        Some(java) => Resolved::NotUsed(java),
+        None => Resolved::Unknown,
+    }
+}
+
+/// An error about a field that was set under another name names that name.
+fn named(e: ConfigError, written: &BTreeMap<String, String>) -> ConfigError {
+    match written.get(e.key.as_ref()) {
+        Some(key) => ConfigError::new(key.clone(), format!("{} (as `{}`)", e.reason, e.key)),
+        None => e,
     }
 }
 
@@ -542,7 +681,11 @@ fn alias(lower: &str) -> Option<String> {
 fn read_file(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
     let format = match path.extension().and_then(|e| e.to_str()) {
         Some("toml") => config::FileFormat::Toml,
-        _ => config::FileFormat::Ini,
+        _ => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| ConfigError::new("--config", format!("{}: {e}", path.display())))?;
+            return Ok(properties::parse(&text));
+        }
     };
     let built = config::Config::builder()
         .add_source(config::File::new(&path.to_string_lossy(), format))
@@ -630,114 +773,4 @@ fn coerce(default: &Value, value: &str) -> Option<Value> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use rmq_common::config::CqBackend;
-    use rmq_common::FlushDiskType;
-
-    fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
-        p.iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
-
-    #[test]
-    fn negative_values_for_signed_keys_and_named_range_errors() {
-        let s = Settings::from_pairs(pairs(&[("metricsPort", "-1"), ("namesrvListenPort", "-1")]))
-            .unwrap();
-        assert_eq!(s.broker.metrics_port, -1);
-        assert_eq!(s.broker.namesrv_listen_port, -1);
-        let e = Settings::from_pairs(pairs(&[("listenPort", "-1")])).unwrap_err();
-        assert!(e.to_string().contains("listenPort"), "{e}");
-    }
-
-    #[test]
-    fn defaults_and_overrides() {
-        let s = Settings::from_pairs(pairs(&[
-            ("listenPort", "10912"),
-            ("BROKERNAME", "broker-b"),
-            ("flushDiskType", "SYNC_FLUSH"),
-            ("storeType", "rocksdb"),
-            ("checkcrconrecover", "false"),
-            ("brokerIP1", "10.1.2.3"),
-        ]))
-        .unwrap();
-        assert_eq!(s.broker.listen_port, 10912);
-        assert_eq!(s.broker.broker_name, "broker-b");
-        assert_eq!(s.broker.broker_ip1, "10.1.2.3");
-        assert_eq!(s.store.flush_disk_type, FlushDiskType::SyncFlush);
-        assert_eq!(s.store.consume_queue_store, CqBackend::Rocksdb);
-        assert!(!s.store.check_crc_on_recover);
-        assert_eq!(
-            Settings::from_pairs(Vec::new()).unwrap(),
-            Settings::default()
-        );
-    }
-
-    #[test]
-    fn errors_name_the_key() {
-        let e = Settings::from_pairs(pairs(&[("listenPort", "abc")])).unwrap_err();
-        assert_eq!(e.key, "listenPort");
-        let e = Settings::from_pairs(pairs(&[("noSuchKey", "1")])).unwrap_err();
-        assert!(e.to_string().contains("noSuchKey"), "{e}");
-        let e = Settings::from_pairs(pairs(&[("consumeQueueStore", "leveldb")])).unwrap_err();
-        assert!(
-            e.to_string().contains("consumeQueueStore") || e.to_string().contains("leveldb"),
-            "{e}"
-        );
-        let e = Settings::from_pairs(pairs(&[("mappedFileSizeCommitLog", "10")])).unwrap_err();
-        assert_eq!(e.key, "mappedFileSizeCommitLog");
-        let e = Settings::from_pairs(pairs(&[("namesrvAddr", "nowhere")])).unwrap_err();
-        assert_eq!(e.key, "namesrvAddr");
-        let e = Settings::from_pairs(pairs(&[("messageDelayLevel", "1s 5x")])).unwrap_err();
-        assert_eq!(e.key, "messageDelayLevel");
-        assert!(e.to_string().contains("5x"), "{e}");
-        let e = Settings::from_pairs(pairs(&[("messageDelayLevel", "10s 1s")])).unwrap_err();
-        assert_eq!(e.key, "messageDelayLevel");
-        let s = Settings::from_pairs(pairs(&[(
-            "messageDelayLevel",
-            "1s 2s 3s 4s 5s 6s 7s 8s 9s 10s 11s 12s 13s 14s 15s 16s 17s 18s 19s 20s",
-        )]))
-        .unwrap();
-        assert_eq!(s.store.delay_levels().unwrap().max_level(), 20);
-        let e = Settings::from_pairs(pairs(&[("maxReconsumeTimes", "-1")])).unwrap_err();
-        assert_eq!(e.key, "maxReconsumeTimes");
-    }
-
-    #[test]
-    fn file_env_and_set_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("broker.conf");
-        std::fs::write(
-            &path,
-            "# broker.conf\nbrokerName = from-file\nlistenPort=1\ndefaultTopicQueueNums=4\n",
-        )
-        .unwrap();
-        let s = Settings::load(&Sources {
-            file: Some(&path),
-            env: vec![
-                ("RMQ_LISTENPORT".into(), "2".into()),
-                ("HOME".into(), "/".into()),
-            ],
-            overrides: vec!["listenPort=3".into()],
-        })
-        .unwrap();
-        assert_eq!(s.broker.broker_name, "from-file");
-        assert_eq!(s.broker.default_topic_queue_nums, 4);
-        assert_eq!(s.broker.listen_port, 3);
-        let toml = dir.path().join("broker.toml");
-        std::fs::write(&toml, "brokerName = \"t\"\nlongPollingEnable = false\n").unwrap();
-        let s = Settings::load(&Sources {
-            file: Some(&toml),
-            ..Sources::default()
-        })
-        .unwrap();
-        assert!(!s.broker.long_polling_enable);
-        let e = Settings::load(&Sources {
-            overrides: vec!["oops".into()],
-            ..Sources::default()
-        })
-        .unwrap_err();
-        assert_eq!(e.key, "--set");
-    }
-}
+mod tests;
