@@ -68,8 +68,9 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
         prop_oneof![Just("SINGLE_TAG"), Just("MULTI_TAG")],
         any::<i32>(),
         any::<bool>(),
+        prop_oneof![Just(None), Just(Some("FIFO")), Just(Some("NORMAL"))],
     )
-        .prop_map(|(n, r, w, perm, filter, sys, order)| TopicConfig {
+        .prop_map(|(n, r, w, perm, filter, sys, order, kind)| TopicConfig {
             topic_name: n,
             read_queue_nums: r,
             write_queue_nums: w,
@@ -77,6 +78,10 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
             topic_filter_type: filter.to_owned(),
             topic_sys_flag: sys,
             order,
+            attributes: kind
+                .map(|k| ("message.type".to_owned(), k.to_owned()))
+                .into_iter()
+                .collect(),
         })
 }
 
@@ -286,13 +291,13 @@ proptest! {
         let mut defaults = topic_schema();
         defaults.push(("", dv::<RegisterBrokerBody>()));
         defaults.push(("topicConfigSerializeWrapper", dv::<TopicConfigSerializeWrapper>()));
-        round_trip(&v, &Schema { maps: vec!["topicConfigTable"], defaults, ..Schema::default() }, seed)?;
+        round_trip(&v, &Schema { maps: vec!["topicConfigTable"], value_maps: vec!["attributes"], defaults, ..Schema::default() }, seed)?;
     }
 
     #[test]
     fn create_topic_list_body(list in proptest::collection::vec(topic_config(), 0..4), seed in any::<u64>()) {
         let v = CreateTopicList { topic_config_list: list };
-        round_trip(&v, &Schema { defaults: topic_schema(), ..Schema::default() }, seed)?;
+        round_trip(&v, &Schema { value_maps: vec!["attributes"], defaults: topic_schema(), ..Schema::default() }, seed)?;
     }
 
     #[test]
@@ -302,7 +307,7 @@ proptest! {
             topic_config_table: w.topic_config_table,
             data_version: DataVersion { timestamp: w.data_version.timestamp, counter: w.data_version.counter },
         };
-        round_trip(&file, &Schema { maps: vec!["topicConfigTable"], defaults: topic_schema(), ..Schema::default() }, seed)?;
+        round_trip(&file, &Schema { maps: vec!["topicConfigTable"], value_maps: vec!["attributes"], defaults: topic_schema(), ..Schema::default() }, seed)?;
     }
 
     #[test]

@@ -183,13 +183,18 @@ pub(crate) async fn create_topic(admin: &Arc<Admin>, h: CreateTopicRequestHeader
             .unwrap_or_else(|| "SINGLE_TAG".to_owned()),
         topic_sys_flag: h.topic_sys_flag.unwrap_or(0),
         order: h.order.unwrap_or(false),
+        attributes: admin
+            .topics
+            .get(&name)
+            .map(|c| c.attributes)
+            .unwrap_or_default(),
     };
     let topics = Arc::clone(&admin.topics);
     blocking(move || topics.upsert(config))
         .await?
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
     tracing::info!(topic = name, read, write, "topic created or updated");
-    admin.topics_changed.notify_one();
+    admin.topics_registered().await;
     Ok(success())
 }
 
@@ -214,7 +219,7 @@ pub(crate) async fn create_topics(admin: &Arc<Admin>, req: &RemotingCommand) -> 
         .await?
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
     tracing::info!(count, "topics created or updated from a list");
-    admin.topics_changed.notify_one();
+    admin.topics_registered().await;
     Ok(success())
 }
 

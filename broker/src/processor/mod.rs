@@ -26,6 +26,7 @@ pub(crate) mod cq_admin;
 pub(crate) mod groups;
 pub(crate) mod inspect;
 pub(crate) mod lock;
+pub(crate) mod meta_get;
 pub(crate) mod offsets;
 pub(crate) mod parts;
 pub(crate) mod pull;
@@ -278,6 +279,12 @@ async fn serve(
         R::UpdateAndCreateTopic(h) => admin::create_topic(&p.admin, h).await,
         R::UpdateAndCreateTopicList(_) => admin::create_topics(&p.admin, req).await,
         R::GetAllTopicConfig(_) => admin::all_topics(&p.admin),
+        R::GetTopicConfig(h) => meta_get::topic_config(&p.topics, h),
+        R::GetSubscriptionGroupConfig(h) => meta_get::group_config(
+            &p.client_table.groups,
+            p.client_table.auto_create_subscription_group,
+            h,
+        ),
         R::GetBrokerConfig(_) => admin::broker_config(&p.admin),
         R::DeleteTopicInBroker(h) => admin::delete_topic(&p.admin, h).await,
         R::DeleteExpiredCommitlog(_) => admin::delete_expired(&p.admin).await,

@@ -161,6 +161,8 @@ mod tests {
             (RequestCode::SendReplyMessage, 324),
             (RequestCode::SendReplyMessageV2, 325),
             (RequestCode::PushReplyMessageToClient, 326),
+            (RequestCode::GetTopicConfig, 351),
+            (RequestCode::GetSubscriptionGroupConfig, 352),
             (RequestCode::LitePullMessage, 361),
             (RequestCode::PutKvConfig, 100),
             (RequestCode::DeleteKvConfig, 102),

@@ -185,6 +185,8 @@ requests! {
         SendReplyMessageV2 = 325, "SEND_REPLY_MESSAGE_V2", B, Send, SendMessageRequestHeader, "";
         GetAllProducerInfo = 328, "GET_ALL_PRODUCER_INFO", B, Plain, NoHeader, "";
         DeleteExpiredCommitlog = 329, "DELETE_EXPIRED_COMMITLOG", B, Plain, NoHeader, "RocketMQ 5.x's code: one clean pass now";
+        GetTopicConfig = 351, "GET_TOPIC_CONFIG", B, Plain, GetTopicConfigRequestHeader, "RocketMQ 5.x's code: one topic's config with its attributes; no static-topic mapping (none exist here)";
+        GetSubscriptionGroupConfig = 352, "GET_SUBSCRIPTIONGROUP_CONFIG", B, Plain, GetGroupConfigRequestHeader, "RocketMQ 5.x's code: one group's config, created first with the defaults when autoCreateSubscriptionGroup";
         LitePullMessage = 361, "LITE_PULL_MESSAGE", B, Plain, PullMessageRequestHeader, "RocketMQ 5.x's lite pull code; served as PULL_MESSAGE";
         RmqCqStatus = 30001, "RMQ_CQ_STATUS", B, Plain, NoHeader, "this broker's own (rmq-admin cq status): the consume-queue backends, serving and shadow; a code RocketMQ does not use";
         RmqCqVerify = 30002, "RMQ_CQ_VERIFY", B, Plain, CqVerifyRequestHeader, "this broker's own (rmq-admin cq verify): compares the shadow consume queue with the serving one";
