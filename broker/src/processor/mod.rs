@@ -36,6 +36,7 @@ pub(crate) mod runtime;
 pub(crate) mod send;
 pub(crate) mod send_back;
 pub(crate) mod stats;
+pub(crate) mod topic_attributes;
 pub(crate) mod transaction;
 pub(crate) mod validate;
 

@@ -49,3 +49,4 @@ mod store_segments;
 mod store_switch;
 mod tls;
 mod transactions;
+mod typed_topics;
