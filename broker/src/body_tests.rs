@@ -139,9 +139,15 @@ fn group_config() -> impl Strategy<Value = SubscriptionGroupConfig> {
         -1i32..32,
         any::<i64>(),
         any::<i64>(),
+        (
+            any::<bool>(),
+            0i32..60,
+            prop_oneof![Just(None), Just(Some(vec![1_000i64, 5_000]))],
+        ),
     )
         .prop_map(
-            |(group_name, b, retry_queue_nums, retry_max_times, broker_id, slow)| {
+            |(group_name, b, retry_queue_nums, retry_max_times, broker_id, slow, five)| {
+                let (orderly, timeout, next) = five;
                 SubscriptionGroupConfig {
                     group_name,
                     consume_enable: b[0],
@@ -152,6 +158,23 @@ fn group_config() -> impl Strategy<Value = SubscriptionGroupConfig> {
                     broker_id,
                     which_broker_when_consume_slowly: slow,
                     notify_consumer_ids_changed_enable: b[3],
+                    consume_message_orderly: orderly,
+                    consume_timeout_minute: timeout,
+                    group_retry_policy: rmq_common::remoting::body::GroupRetryPolicy {
+                        customized_retry_policy: next
+                            .clone()
+                            .map(|next| rmq_common::remoting::body::CustomizedRetryPolicy { next }),
+                        ..Default::default()
+                    },
+                    subscription_data_set: next.map(|_| {
+                        vec![rmq_common::remoting::body::SimpleSubscriptionData {
+                            topic: "T".into(),
+                            expression_type: "TAG".into(),
+                            expression: "*".into(),
+                            version: 1,
+                        }]
+                    }),
+                    ..SubscriptionGroupConfig::default()
                 }
             },
         )
@@ -261,7 +284,13 @@ proptest! {
     #[test]
     fn subscription_group_body(v in group_config(), seed in any::<u64>()) {
         round_trip(&v, &Schema {
-            defaults: vec![("", dv::<SubscriptionGroupConfig>())],
+            value_maps: vec!["attributes"],
+            defaults: vec![
+                ("", dv::<SubscriptionGroupConfig>()),
+                ("groupRetryPolicy", dv::<rmq_common::remoting::body::GroupRetryPolicy>()),
+                ("customizedRetryPolicy", dv::<rmq_common::remoting::body::CustomizedRetryPolicy>()),
+                ("subscriptionDataSet", dv::<rmq_common::remoting::body::SimpleSubscriptionData>()),
+            ],
             ..Schema::default()
         }, seed)?;
     }
@@ -403,6 +432,7 @@ fn group_and_check_client_bodies_with_numbers_as_strings() {
             broker_id: 0,
             which_broker_when_consume_slowly: 1,
             notify_consumer_ids_changed_enable: true,
+            ..SubscriptionGroupConfig::default()
         },
     );
     same(

@@ -12,6 +12,7 @@ mod cq_ab;
 mod cq_conformance;
 mod cq_model;
 mod disk_full;
+mod groups_5x;
 mod ha_crash;
 mod ha_failover;
 mod ha_interop;
