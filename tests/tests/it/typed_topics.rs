@@ -175,17 +175,26 @@ async fn a_send_of_the_wrong_type_is_refused_on_every_send_code() {
     };
     for code in [SendCode::V1, SendCode::V2] {
         assert_eq!(
-            send(&b, code, "FifoT", &[plain.clone()]).await,
+            send(&b, code, "FifoT", std::slice::from_ref(&plain)).await,
             refused("FIFO", "NORMAL")
         );
-        assert_eq!(send(&b, code, "FifoT", &[fifo.clone()]).await, Ok(()));
         assert_eq!(
-            send(&b, code, "NormalT", &[delayed.clone()]).await,
+            send(&b, code, "FifoT", std::slice::from_ref(&fifo)).await,
+            Ok(())
+        );
+        assert_eq!(
+            send(&b, code, "NormalT", std::slice::from_ref(&delayed)).await,
             refused("NORMAL", "DELAY")
         );
-        assert_eq!(send(&b, code, "NormalT", &[plain.clone()]).await, Ok(()));
+        assert_eq!(
+            send(&b, code, "NormalT", std::slice::from_ref(&plain)).await,
+            Ok(())
+        );
         // A topic without the attribute takes every type, as in 4.x.
-        assert_eq!(send(&b, code, "Untyped", &[delayed.clone()]).await, Ok(()));
+        assert_eq!(
+            send(&b, code, "Untyped", std::slice::from_ref(&delayed)).await,
+            Ok(())
+        );
     }
     // A batch: each message is checked.
     assert_eq!(
