@@ -48,6 +48,24 @@ build_java_suite() { # <rocketmq version> <compat source dir> <out dir>
 }
 build_java_suite 4.9.8 v4 target
 build_java_suite 5.3.3 v5 target-5
+# The gRPC client suite (tests/java/grpc: rocketmq-client-java 5.0.7 and a
+# 4.9.8 remoting consumer) and Apache's rocketmq-proxy 5.3.3 jars, into the
+# cache folder outside the repo: the tests that put the proxy in front of
+# this broker (tests/tests/it/proxy_grpc.rs, tests/src/grpc_proxy.rs).
+grpc_main=tests/java/grpc/target/classes/rmqgrpc/GrpcSuite.class
+if [ ! -d tests/java/grpc/target/dependency ] || [ ! -f "$grpc_main" ] ||
+    [ -n "$(find tests/java/grpc/pom.xml tests/java/grpc/src -newer "$grpc_main" 2>/dev/null | head -1)" ]; then
+    mvn -q -B -f tests/java/grpc/pom.xml package dependency:copy-dependencies \
+        -DoutputDirectory="$PWD/tests/java/grpc/target/dependency" -DskipTests
+    touch "$grpc_main"
+fi
+proxy_lib="${RMQ_APACHE_CACHE:-$HOME/.cache/rmq-apache}/proxy-5.3.3/lib"
+if [ ! -f "$proxy_lib/.complete" ]; then
+    mkdir -p "$proxy_lib"
+    mvn -q -B -f tools/apache/pom.xml -Drocketmq.proxy.version=5.3.3 \
+        dependency:copy-dependencies -DoutputDirectory="$proxy_lib"
+    touch "$proxy_lib/.complete"
+fi
 # Apache RocketMQ's own 4.9.7 broker and NameServer (jars only, from Maven
 # Central through tools/apache/pom.xml): the test that drives it with
 # rmq-admin and rmq-bench (tests/tests/it/apache_broker.rs).

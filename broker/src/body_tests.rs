@@ -68,8 +68,9 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
         prop_oneof![Just("SINGLE_TAG"), Just("MULTI_TAG")],
         any::<i32>(),
         any::<bool>(),
+        prop_oneof![Just(None), Just(Some("FIFO")), Just(Some("NORMAL"))],
     )
-        .prop_map(|(n, r, w, perm, filter, sys, order)| TopicConfig {
+        .prop_map(|(n, r, w, perm, filter, sys, order, kind)| TopicConfig {
             topic_name: n,
             read_queue_nums: r,
             write_queue_nums: w,
@@ -77,6 +78,10 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
             topic_filter_type: filter.to_owned(),
             topic_sys_flag: sys,
             order,
+            attributes: kind
+                .map(|k| ("message.type".to_owned(), k.to_owned()))
+                .into_iter()
+                .collect(),
         })
 }
 
@@ -134,9 +139,15 @@ fn group_config() -> impl Strategy<Value = SubscriptionGroupConfig> {
         -1i32..32,
         any::<i64>(),
         any::<i64>(),
+        (
+            any::<bool>(),
+            0i32..60,
+            prop_oneof![Just(None), Just(Some(vec![1_000i64, 5_000]))],
+        ),
     )
         .prop_map(
-            |(group_name, b, retry_queue_nums, retry_max_times, broker_id, slow)| {
+            |(group_name, b, retry_queue_nums, retry_max_times, broker_id, slow, five)| {
+                let (orderly, timeout, next) = five;
                 SubscriptionGroupConfig {
                     group_name,
                     consume_enable: b[0],
@@ -147,6 +158,23 @@ fn group_config() -> impl Strategy<Value = SubscriptionGroupConfig> {
                     broker_id,
                     which_broker_when_consume_slowly: slow,
                     notify_consumer_ids_changed_enable: b[3],
+                    consume_message_orderly: orderly,
+                    consume_timeout_minute: timeout,
+                    group_retry_policy: rmq_common::remoting::body::GroupRetryPolicy {
+                        customized_retry_policy: next
+                            .clone()
+                            .map(|next| rmq_common::remoting::body::CustomizedRetryPolicy { next }),
+                        ..Default::default()
+                    },
+                    subscription_data_set: next.map(|_| {
+                        vec![rmq_common::remoting::body::SimpleSubscriptionData {
+                            topic: "T".into(),
+                            expression_type: "TAG".into(),
+                            expression: "*".into(),
+                            version: 1,
+                        }]
+                    }),
+                    ..SubscriptionGroupConfig::default()
                 }
             },
         )
@@ -256,7 +284,13 @@ proptest! {
     #[test]
     fn subscription_group_body(v in group_config(), seed in any::<u64>()) {
         round_trip(&v, &Schema {
-            defaults: vec![("", dv::<SubscriptionGroupConfig>())],
+            value_maps: vec!["attributes"],
+            defaults: vec![
+                ("", dv::<SubscriptionGroupConfig>()),
+                ("groupRetryPolicy", dv::<rmq_common::remoting::body::GroupRetryPolicy>()),
+                ("customizedRetryPolicy", dv::<rmq_common::remoting::body::CustomizedRetryPolicy>()),
+                ("subscriptionDataSet", dv::<rmq_common::remoting::body::SimpleSubscriptionData>()),
+            ],
             ..Schema::default()
         }, seed)?;
     }
@@ -286,13 +320,13 @@ proptest! {
         let mut defaults = topic_schema();
         defaults.push(("", dv::<RegisterBrokerBody>()));
         defaults.push(("topicConfigSerializeWrapper", dv::<TopicConfigSerializeWrapper>()));
-        round_trip(&v, &Schema { maps: vec!["topicConfigTable"], defaults, ..Schema::default() }, seed)?;
+        round_trip(&v, &Schema { maps: vec!["topicConfigTable"], value_maps: vec!["attributes"], defaults, ..Schema::default() }, seed)?;
     }
 
     #[test]
     fn create_topic_list_body(list in proptest::collection::vec(topic_config(), 0..4), seed in any::<u64>()) {
         let v = CreateTopicList { topic_config_list: list };
-        round_trip(&v, &Schema { defaults: topic_schema(), ..Schema::default() }, seed)?;
+        round_trip(&v, &Schema { value_maps: vec!["attributes"], defaults: topic_schema(), ..Schema::default() }, seed)?;
     }
 
     #[test]
@@ -302,7 +336,7 @@ proptest! {
             topic_config_table: w.topic_config_table,
             data_version: DataVersion { timestamp: w.data_version.timestamp, counter: w.data_version.counter },
         };
-        round_trip(&file, &Schema { maps: vec!["topicConfigTable"], defaults: topic_schema(), ..Schema::default() }, seed)?;
+        round_trip(&file, &Schema { maps: vec!["topicConfigTable"], value_maps: vec!["attributes"], defaults: topic_schema(), ..Schema::default() }, seed)?;
     }
 
     #[test]
@@ -398,6 +432,7 @@ fn group_and_check_client_bodies_with_numbers_as_strings() {
             broker_id: 0,
             which_broker_when_consume_slowly: 1,
             notify_consumer_ids_changed_enable: true,
+            ..SubscriptionGroupConfig::default()
         },
     );
     same(

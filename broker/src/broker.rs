@@ -132,12 +132,7 @@ impl Broker {
             &root,
             settings.broker.default_topic_queue_nums,
         )?);
-        // The cluster's reply topic (request-reply), as RocketMQ creates it.
-        let reply_topic =
-            crate::processor::reply::reply_topic(&settings.broker.broker_cluster_name);
-        if let Err(e) = topics.get_or_create_deferred(&reply_topic, 1) {
-            tracing::warn!(topic = %reply_topic, error = %e, "reply topic not created");
-        }
+        crate::meta::own_topics::create(&topics, &settings.broker);
         let offsets = Arc::new(ConsumerOffsetManager::open(&root)?);
         let groups = Arc::new(crate::meta::SubscriptionGroupManager::open(&root)?);
         let orders = Arc::new(crate::pop::orderly::OrderTable::open(&root)?);
@@ -269,6 +264,7 @@ impl Broker {
             transactions,
             connections: Arc::new(std::sync::atomic::AtomicI64::new(0)),
             topics_changed,
+            registrar: Arc::default(),
             groups,
             stats: Arc::new(crate::metrics::BrokerStats::new()),
             items: Arc::new(crate::metrics::StatsItems::new()),
@@ -316,6 +312,9 @@ impl Broker {
         }
         start_ha_master(&ctx, addr, &cancel, &tracker).await?;
         let registrar = start_registrar(&ctx, namesrv_addrs, &cancel, &tracker).await?;
+        if let Some(r) = &registrar {
+            let _ = ctx.registrar.set(r.clone());
+        }
         if slave {
             start_ha_slave(&ctx, registrar.as_ref(), &cancel, &tracker);
         }

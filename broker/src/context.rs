@@ -46,6 +46,9 @@ pub struct BrokerContext {
     pub connections: Arc<std::sync::atomic::AtomicI64>,
     /// Signalled when topics change, so NameServers hear of it at once.
     pub topics_changed: Arc<Notify>,
+    /// The NameServer registrar, once it runs (none without a NameServer):
+    /// an admin's topic change waits for the NameServers to have it.
+    pub registrar: Arc<std::sync::OnceLock<rmq_namesrv::BrokerRegistrar>>,
     /// Subscription groups.
     pub groups: Arc<SubscriptionGroupManager>,
     /// Put/get rates and day totals (GET_BROKER_RUNTIME_INFO).

@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod acl;
+pub mod attributes;
 pub mod config;
 mod config_error;
 pub mod constants;

@@ -200,6 +200,10 @@ struct Inner {
     silent: std::sync::atomic::AtomicBool,
     wake: Notify,
     passes: watch::Sender<u64>,
+    /// Passes of the background task begun, and the last one finished
+    /// (numbered alike): see [`BrokerRegistrar::sync`].
+    begun: std::sync::atomic::AtomicU64,
+    finished: watch::Sender<u64>,
     /// The master the answers named last.
     master: watch::Sender<Option<MasterInfo>>,
     cancel: CancellationToken,
@@ -286,6 +290,8 @@ impl BrokerRegistrar {
             silent: std::sync::atomic::AtomicBool::new(false),
             wake: Notify::new(),
             passes: watch::channel(0).0,
+            begun: std::sync::atomic::AtomicU64::new(0),
+            finished: watch::channel(0).0,
             master: watch::channel(None).0,
             cancel,
         });
@@ -307,6 +313,26 @@ impl BrokerRegistrar {
             return Err(RegisterError::Stopped);
         }
         self.inner.register_all().await
+    }
+
+    /// Asks for a registration and waits (at most `timeout`) until a pass
+    /// that began after this call has finished, so every topic change made
+    /// before the call has reached the NameServers (or failed to: failures
+    /// are logged by the pass). As Java's `registerIncrementBrokerData`
+    /// after UPDATE_AND_CREATE_TOPIC, whose caller (the 5.x proxy) reads
+    /// the route right after the answer. Returns false on a timeout or a
+    /// stop.
+    pub async fn sync(&self, timeout: Duration) -> bool {
+        let target = self.inner.begun.load(std::sync::atomic::Ordering::Acquire) + 1;
+        let mut finished = self.inner.finished.subscribe();
+        self.trigger();
+        tokio::select! {
+            biased;
+            () = self.inner.cancel.cancelled() => false,
+            r = tokio::time::timeout(timeout, finished.wait_for(|n| *n >= target)) => {
+                matches!(r, Ok(Ok(_)))
+            }
+        }
     }
 
     /// Completed registration passes (background and
@@ -356,6 +382,11 @@ async fn run(inner: Arc<Inner>, period: Duration) {
         if full {
             full_at = now + period;
         }
+        // Numbered before the pass takes the changes it sends.
+        let pass = inner
+            .begun
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
+            + 1;
         tokio::select! {
             biased;
             () = cancel.cancelled() => break,
@@ -365,6 +396,7 @@ async fn run(inner: Arc<Inner>, period: Duration) {
                 Err(e) => tracing::error!(error = %e, "cannot build the broker registration"),
             },
         }
+        inner.finished.send_replace(pass);
         tokio::select! {
             biased;
             () = cancel.cancelled() => break,

@@ -26,15 +26,29 @@ pub enum Client {
     V4,
     /// rocketmq-client / rocketmq-tools 5.3.3, remoting protocol (`target-5/`).
     V5,
+    /// The gRPC client rocketmq-client-java 5.0.7 with a 4.9.8 remoting
+    /// consumer beside it (`grpc/target/`, main `rmqgrpc.GrpcSuite`): the
+    /// scenarios run through Apache's proxy ([`crate::grpc_proxy`]).
+    Grpc,
 }
 
 impl Client {
     /// The Maven build folder.
     pub fn target(self) -> PathBuf {
-        java_dir().join(match self {
-            Client::V4 => "target",
-            Client::V5 => "target-5",
-        })
+        match self {
+            Client::V4 => java_dir().join("target"),
+            Client::V5 => java_dir().join("target-5"),
+            Client::Grpc => java_dir().join("grpc").join("target"),
+        }
+    }
+
+    /// A jar whose name starts with this is among the fetched ones once
+    /// the build ran.
+    fn marker_jar(self) -> &'static str {
+        match self {
+            Client::V4 | Client::V5 => "rocketmq-tools",
+            Client::Grpc => "rocketmq-client-java",
+        }
     }
 
     /// The classpath: the suite's classes and every fetched jar.
@@ -65,7 +79,7 @@ pub fn require_java_and_jars(client: Client) {
         d.filter_map(Result::ok).any(|e| {
             e.file_name()
                 .to_string_lossy()
-                .starts_with("rocketmq-tools")
+                .starts_with(client.marker_jar())
         })
     });
     assert!(

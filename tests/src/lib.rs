@@ -18,6 +18,7 @@ use rmq_store::{GetRequest, GetStatus, TagFilter};
 pub mod apache;
 pub mod child;
 pub mod fixtures;
+pub mod grpc_proxy;
 pub mod java;
 pub mod proxy;
 

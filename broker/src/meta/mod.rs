@@ -9,6 +9,7 @@ pub mod generation;
 pub mod groups;
 pub mod journal;
 pub mod offsets;
+pub mod own_topics;
 pub mod persist;
 pub mod persister;
 pub mod topics;

@@ -278,14 +278,24 @@ impl TopicConfigManager {
         if let Some(c) = self.get(topic) {
             return Ok((c, None));
         }
-        let config = TopicConfig::new(topic, queues);
+        self.create_if_missing(TopicConfig::new(topic, queues))
+    }
+
+    /// Inserts `config` unless its topic exists (then the existing one is
+    /// returned, unchanged), without waiting for the disk; a new topic's
+    /// generation is returned. The broker's own topics at start (its
+    /// cluster and broker names, the reply topic) are made this way.
+    pub fn create_if_missing(
+        &self,
+        config: TopicConfig,
+    ) -> Result<(TopicConfig, Option<Generation>), TopicError> {
         check(&config)?;
         let mut s = self.state.write();
-        if let Some(c) = s.topic_config_table.get(topic) {
+        if let Some(c) = s.topic_config_table.get(&config.topic_name) {
             return Ok((c.clone(), None));
         }
         s.topic_config_table
-            .insert(topic.to_owned(), config.clone());
+            .insert(config.topic_name.clone(), config.clone());
         let generation = self.changed(&mut s, vec![config.clone()], Vec::new());
         Ok((config, Some(generation)))
     }

@@ -11,7 +11,7 @@ use rmq_common::remoting::header::{
 use rmq_common::remoting::{RemotingCommand, ResponseCode};
 
 use super::parts::Admin;
-use super::{blocking, json_success, success, validate, Handled, Refusal};
+use super::{blocking, json_success, success, topic_attributes, validate, Handled, Refusal};
 use rmq_common::remoting::body::{CreateTopicList, TopicConfig, PERM_READ, PERM_WRITE};
 
 /// DELETE_EXPIRED_COMMITLOG: one clean pass now (expired segments go
@@ -173,6 +173,8 @@ pub(crate) async fn create_topic(admin: &Arc<Admin>, h: CreateTopicRequestHeader
             .unwrap_or(admin.settings.broker.default_topic_queue_nums),
     )?;
     let write = validate::queue_nums("writeQueueNums", h.write_queue_nums.unwrap_or(read))?;
+    let changes = topic_attributes::parse(h.attributes.as_deref())?;
+    let attributes = topic_attributes::apply(admin.topics.get(&name).as_ref(), &changes)?;
     let config = TopicConfig {
         topic_name: name.clone(),
         read_queue_nums: read,
@@ -183,13 +185,14 @@ pub(crate) async fn create_topic(admin: &Arc<Admin>, h: CreateTopicRequestHeader
             .unwrap_or_else(|| "SINGLE_TAG".to_owned()),
         topic_sys_flag: h.topic_sys_flag.unwrap_or(0),
         order: h.order.unwrap_or(false),
+        attributes,
     };
     let topics = Arc::clone(&admin.topics);
     blocking(move || topics.upsert(config))
         .await?
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
     tracing::info!(topic = name, read, write, "topic created or updated");
-    admin.topics_changed.notify_one();
+    admin.topics_registered().await;
     Ok(success())
 }
 
@@ -202,11 +205,16 @@ pub(crate) async fn create_topics(admin: &Arc<Admin>, req: &RemotingCommand) -> 
                 format!("UPDATE_AND_CREATE_TOPIC_LIST body is not a topicConfigList JSON: {e}"),
             )
         })?;
-    for t in &list.topic_config_list {
+    let mut list = list;
+    for t in &mut list.topic_config_list {
         validate::managed_topic(&t.topic_name)?;
         validate::queue_nums("readQueueNums", t.read_queue_nums)?;
         validate::queue_nums("writeQueueNums", t.write_queue_nums)?;
         validate::perm(t.perm)?;
+        // The body's attributes carry signed keys, as the header's do.
+        let changes: Vec<(String, String)> =
+            std::mem::take(&mut t.attributes).into_iter().collect();
+        t.attributes = topic_attributes::apply(admin.topics.get(&t.topic_name).as_ref(), &changes)?;
     }
     let count = list.topic_config_list.len();
     let topics = Arc::clone(&admin.topics);
@@ -214,7 +222,7 @@ pub(crate) async fn create_topics(admin: &Arc<Admin>, req: &RemotingCommand) -> 
         .await?
         .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
     tracing::info!(count, "topics created or updated from a list");
-    admin.topics_changed.notify_one();
+    admin.topics_registered().await;
     Ok(success())
 }
 

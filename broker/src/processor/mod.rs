@@ -27,6 +27,7 @@ pub(crate) mod cq_admin;
 pub(crate) mod groups;
 pub(crate) mod inspect;
 pub(crate) mod lock;
+pub(crate) mod meta_get;
 pub(crate) mod notification;
 pub(crate) mod offsets;
 pub(crate) mod parts;
@@ -38,6 +39,7 @@ pub(crate) mod runtime;
 pub(crate) mod send;
 pub(crate) mod send_back;
 pub(crate) mod stats;
+pub(crate) mod topic_attributes;
 pub(crate) mod transaction;
 pub(crate) mod validate;
 
@@ -290,6 +292,12 @@ async fn serve(
         R::UpdateAndCreateTopic(h) => admin::create_topic(&p.admin, h).await,
         R::UpdateAndCreateTopicList(_) => admin::create_topics(&p.admin, req).await,
         R::GetAllTopicConfig(_) => admin::all_topics(&p.admin),
+        R::GetTopicConfig(h) => meta_get::topic_config(&p.topics, h),
+        R::GetSubscriptionGroupConfig(h) => meta_get::group_config(
+            &p.client_table.groups,
+            p.client_table.auto_create_subscription_group,
+            h,
+        ),
         R::GetBrokerConfig(_) => admin::broker_config(&p.admin),
         R::DeleteTopicInBroker(h) => admin::delete_topic(&p.admin, h).await,
         R::DeleteExpiredCommitlog(_) => admin::delete_expired(&p.admin).await,

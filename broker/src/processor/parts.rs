@@ -112,6 +112,8 @@ pub(crate) struct Admin {
     pub store_host: SocketAddr,
     pub topics: Arc<TopicConfigManager>,
     pub topics_changed: Arc<Notify>,
+    /// Set once the registrar runs: see [`Admin::topics_registered`].
+    pub registrar: Arc<std::sync::OnceLock<rmq_namesrv::BrokerRegistrar>>,
     pub offsets: Arc<ConsumerOffsetManager>,
     pub items: Arc<StatsItems>,
     pub stats: Arc<BrokerStats>,
@@ -119,6 +121,29 @@ pub(crate) struct Admin {
     pub ha_link: Arc<SlaveLink>,
     /// When the broker started, ms since the epoch.
     pub boot_ms: i64,
+}
+
+/// Longest an admin's topic change waits for the NameServers to have it
+/// (Java's registration timeout is 6 s per NameServer).
+const REGISTER_SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Admin {
+    /// Tells the NameServers of the topic changes made so far and waits
+    /// until they have them, as Java registers before it answers
+    /// UPDATE_AND_CREATE_TOPIC: the 5.x proxy reads the route at once after
+    /// the answer. Without a NameServer (or before the registrar runs) it
+    /// only signals.
+    pub async fn topics_registered(&self) {
+        self.topics_changed.notify_one();
+        if let Some(registrar) = self.registrar.get() {
+            if !registrar.sync(REGISTER_SYNC_TIMEOUT).await {
+                tracing::warn!(
+                    timeout = ?REGISTER_SYNC_TIMEOUT,
+                    "topic change answered before every NameServer had it"
+                );
+            }
+        }
+    }
 }
 
 /// What the ACL administration codes reach.
@@ -223,6 +248,7 @@ impl Parts {
                 store_host: ctx.store_host,
                 topics: Arc::clone(&ctx.topics),
                 topics_changed: Arc::clone(&ctx.topics_changed),
+                registrar: Arc::clone(&ctx.registrar),
                 offsets: Arc::clone(&ctx.offsets),
                 items: Arc::clone(&ctx.items),
                 stats: Arc::clone(&ctx.stats),

@@ -116,6 +116,10 @@ pub(crate) async fn send(
         m.body = body.to_vec();
         vec![m]
     };
+    // A typed topic checks every message, each of a batch on its own.
+    for m in &messages {
+        super::topic_attributes::check_send(&topic, &m.properties)?;
+    }
     if is_batch
         && messages
             .iter()

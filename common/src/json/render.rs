@@ -18,6 +18,9 @@ pub struct Schema {
     pub maps: Vec<&'static str>,
     /// Fields whose value is a map of maps (e.g. `offsetTable`).
     pub maps_of_maps: Vec<&'static str>,
+    /// Fields whose value is a map of plain values (e.g. a topic's
+    /// `attributes`): every key is data, so no unknown field is added.
+    pub value_maps: Vec<&'static str>,
     /// The serialized default of each struct, by the field its objects
     /// appear under (the array or map field for elements; `""` for the
     /// root). A field equal to its default may be left out.
@@ -45,6 +48,8 @@ enum Place<'a> {
     Map(&'a str),
     /// A map whose values are maps.
     MapOfMaps(&'a str),
+    /// A map whose values are plain values.
+    Values(&'a str),
 }
 
 /// One random rendering of `value` (the canonical JSON of a body).
@@ -96,7 +101,9 @@ fn write<'a>(
 /// Array elements are structs named by the array's field.
 fn element_place(place: Place<'_>) -> Place<'_> {
     match place {
-        Place::Struct(f) | Place::Map(f) | Place::MapOfMaps(f) => Place::Struct(f),
+        Place::Struct(f) | Place::Map(f) | Place::MapOfMaps(f) | Place::Values(f) => {
+            Place::Struct(f)
+        }
     }
 }
 
@@ -137,8 +144,11 @@ fn write_object<'a>(
                 Place::MapOfMaps(key.as_str())
             }
             Place::Struct(_) if schema.maps.contains(&key.as_str()) => Place::Map(key.as_str()),
+            Place::Struct(_) if schema.value_maps.contains(&key.as_str()) => {
+                Place::Values(key.as_str())
+            }
             Place::Struct(_) => Place::Struct(key.as_str()),
-            Place::Map(f) => Place::Struct(f),
+            Place::Map(f) | Place::Values(f) => Place::Struct(f),
             Place::MapOfMaps(f) => Place::Map(f),
         };
         write(value, inner, schema, c, out);

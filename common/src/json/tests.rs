@@ -181,6 +181,7 @@ fn sample_schema() -> Schema {
     Schema {
         maps: vec!["addrs"],
         maps_of_maps: vec![],
+        value_maps: vec![],
         defaults: vec![
             ("", serde_json::to_value(Sample::default()).unwrap()),
             ("items", serde_json::to_value(Item::default()).unwrap()),

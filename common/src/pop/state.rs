@@ -1,6 +1,6 @@
 //! [`PopStateStore`]: where a broker keeps which popped messages are still
 //! unacknowledged, so that each comes back when its invisible time ends.
-//! Two forms implement it, chosen by `popStateStore`: RocketMQ 5.x's
+//! Two forms implement it, chosen by `popConsumerKVServiceEnable`: RocketMQ 5.x's
 //! revive topic (checkpoint and ack records as messages of
 //! `rmq_sys_REVIVE_LOG_<cluster>`) and RocksDB (one record per popped
 //! message keyed by its revive time, as RocketMQ's RIP-73).

@@ -1,7 +1,8 @@
 //! Every request code Apache RocketMQ 4.9's broker and NameServer serve,
-//! every one this broker serves besides, and the requests the broker sends
-//! to clients: where each is answered here, and for each one not answered,
-//! why. `docs/request-codes.md` is this table
+//! every one Apache RocketMQ 5.3.3's broker serves, every one this broker
+//! serves besides, and the requests the broker sends to clients: where
+//! each is answered here, where 5.3.3 answers it, and for each one not
+//! answered here, why. `docs/request-codes.md` is this table
 //! (the rows of [`super::requests`]) rendered by [`markdown`]; a test keeps
 //! the two equal and another sends every code to a running broker and
 //! NameServer.
@@ -37,6 +38,38 @@ pub const TO_CLIENT: &str = "sent by the broker to clients, not served by it";
 /// The table, by code: the rows of [`super::requests`].
 pub use super::requests::CATALOG;
 
+/// Codes Apache RocketMQ 5.3.3's broker serves that 4.9.7 does not
+/// declare (`docs/timer-and-5x-facts.md` section 8), POP's excepted (their
+/// rows come with POP).
+pub const BROKER_CODES_NEW_IN_5_3_3: [i32; 44] = [
+    18, 60, 61, 225, 343, 345, 351, 352, 353, 354, 355, 361, 370, 400, 401, 402, 513, 905, 906,
+    907, 908, 1007, 1008, 2001, 2002, 2003, 2004, 3001, 3002, 3003, 3004, 3005, 3006, 3007, 3008,
+    3009, 3010, 200050, 200051, 200052, 200053, 200054, 200055, 200151,
+];
+
+/// The ACL 1.0 codes, no longer declared by 5.3.3 (its broker answers them
+/// as unknown codes).
+const ACL_1_CODES: std::ops::RangeInclusive<i32> = 50..=54;
+
+/// Where Apache RocketMQ 5.3.3 answers the row's code: `broker`,
+/// `NameServer`, `client` (sent to clients) or `no` with why.
+pub fn apache_5_3_3(e: &Entry) -> &'static str {
+    let code = e.code.code();
+    if BROKER_CODES_NEW_IN_5_3_3.contains(&code) {
+        return "broker";
+    }
+    if ACL_1_CODES.contains(&code) {
+        return "no: ACL 1.0 codes are not declared in 5.x";
+    }
+    match e.served {
+        Served::Broker if (30_000..200_000).contains(&code) => "no: this broker's own code",
+        Served::Broker => "broker",
+        Served::NameServer => "NameServer",
+        Served::No(TO_CLIENT) => "client",
+        Served::No(_) => "no",
+    }
+}
+
 /// The row of `code`, if the table has one.
 pub fn entry(code: i32) -> Option<&'static Entry> {
     CATALOG.iter().find(|e| e.code.code() == code)
@@ -54,7 +87,7 @@ pub fn not_served_reason(code: i32) -> Option<&'static str> {
 /// The table as the markdown of `docs/request-codes.md`.
 pub fn markdown() -> String {
     let mut out = String::from(
-        "| Code | Name | Served | Differs from Apache RocketMQ 4.9.7 |\n|---:|---|---|---|\n",
+        "| Code | Name | Served | Apache 5.3.3 | Differs from Apache RocketMQ 4.9.7 |\n|---:|---|---|---|---|\n",
     );
     let mut rows: Vec<&Entry> = CATALOG.iter().collect();
     rows.sort_by_key(|e| e.code.code());
@@ -65,10 +98,11 @@ pub fn markdown() -> String {
             Served::No(why) => format!("no: {why}"),
         };
         out.push_str(&format!(
-            "| {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} |\n",
             e.code.code(),
             e.code.name(),
             served,
+            apache_5_3_3(e),
             e.note
         ));
     }
@@ -90,6 +124,29 @@ mod tests {
         assert_eq!(not_served_reason(10), None);
     }
 
+    /// Every code 5.3.3's broker serves has a row (POP's excepted, listed
+    /// in `BROKER_CODES_NEW_IN_5_3_3` only once their rows exist).
+    #[test]
+    fn every_5_3_3_broker_code_has_a_row() {
+        for code in BROKER_CODES_NEW_IN_5_3_3 {
+            let e = entry(code).unwrap_or_else(|| panic!("no row for 5.3.3's code {code}"));
+            assert_eq!(apache_5_3_3(e), "broker");
+        }
+        let recall = entry(370).map(|e| e.served);
+        assert!(
+            matches!(recall, Some(Served::No(why)) if why.contains("timer")),
+            "{recall:?}"
+        );
+        assert_eq!(
+            entry(50).map(apache_5_3_3),
+            Some("no: ACL 1.0 codes are not declared in 5.x")
+        );
+        assert_eq!(
+            entry(30001).map(apache_5_3_3),
+            Some("no: this broker's own code")
+        );
+    }
+
     /// `docs/request-codes.md` is the table rendered; `UPDATE_DOCS=1`
     /// rewrites it.
     #[test]
@@ -109,8 +166,9 @@ mod tests {
     }
 
     const DOC_HEAD: &str = "# Request codes\n\n\
-Every request code Apache RocketMQ 4.9.7's broker and NameServer serve, the ones this\n\
-broker serves besides, and the requests the broker sends to clients. Generated from\n\
+Every request code Apache RocketMQ 4.9.7's broker and NameServer serve, every one\n\
+Apache RocketMQ 5.3.3's broker serves (column \"Apache 5.3.3\": where 5.3.3 answers it),\n\
+the ones this broker serves besides, and the requests the broker sends to clients. Generated from\n\
 `common/src/remoting/requests.rs` (a test keeps them equal; `tests/tests/it/request_codes.rs`\n\
 sends every code to a running broker and NameServer). A code not served is answered\n\
 REQUEST_CODE_NOT_SUPPORTED with the reason below as its remark. Headers a Java 4.9 server\n\

@@ -189,8 +189,10 @@ requests! {
         SendReplyMessageV2 = 325, "SEND_REPLY_MESSAGE_V2", B, Send, SendMessageRequestHeader, "";
         GetAllProducerInfo = 328, "GET_ALL_PRODUCER_INFO", B, Plain, NoHeader, "";
         DeleteExpiredCommitlog = 329, "DELETE_EXPIRED_COMMITLOG", B, Plain, NoHeader, "RocketMQ 5.x's code: one clean pass now";
+        GetTopicConfig = 351, "GET_TOPIC_CONFIG", B, Plain, GetTopicConfigRequestHeader, "RocketMQ 5.x's code: one topic's config with its attributes; no static-topic mapping (none exist here)";
+        GetSubscriptionGroupConfig = 352, "GET_SUBSCRIPTIONGROUP_CONFIG", B, Plain, GetGroupConfigRequestHeader, "RocketMQ 5.x's code: one group's config, created first with the defaults when autoCreateSubscriptionGroup";
         LitePullMessage = 361, "LITE_PULL_MESSAGE", B, Plain, PullMessageRequestHeader, "RocketMQ 5.x's lite pull code; served as PULL_MESSAGE";
-        PopMessage = 200050, "POP_MESSAGE", B, Pop, PopMessageRequestHeader, "RocketMQ 5.x POP; POP state in the revive topic or RocksDB (popStateStore)";
+        PopMessage = 200050, "POP_MESSAGE", B, Pop, PopMessageRequestHeader, "RocketMQ 5.x POP; POP state in the revive topic, or in RocksDB with popConsumerKVServiceEnable";
         AckMessage = 200051, "ACK_MESSAGE", B, Pop, AckMessageRequestHeader, "RocketMQ 5.x POP";
         PeekMessage = 200052, "PEEK_MESSAGE", B, Pop, PeekMessageRequestHeader, "RocketMQ 5.x POP";
         ChangeMessageInvisibletime = 200053, "CHANGE_MESSAGE_INVISIBLETIME", B, Pop, ChangeInvisibleTimeRequestHeader, "RocketMQ 5.x POP";
@@ -207,6 +209,8 @@ requests! {
         QueryBrokerOffset = 13, "QUERY_BROKER_OFFSET", No("not served by Apache RocketMQ 4.9 either (no processor takes it)"), Plain, "";
         CheckTransactionState = 39, "CHECK_TRANSACTION_STATE", No(TO_CLIENT), Plain, "";
         NotifyConsumerIdsChanged = 40, "NOTIFY_CONSUMER_IDS_CHANGED", No(TO_CLIENT), Plain, "";
+        GetTimerCheckPoint = 60, "GET_TIMER_CHECK_POINT", No("timer messages are not implemented yet (timer work pending)"), Plain, "RocketMQ 5.x's code";
+        GetTimerMetrics = 61, "GET_TIMER_METRICS", No("timer messages are not implemented yet (timer work pending)"), Plain, "RocketMQ 5.x's code";
         PutKvConfig = 100, "PUT_KV_CONFIG", N, Plain, "kept in <storePathRootDir>/namesrv/kvConfig.json";
         DeleteKvConfig = 102, "DELETE_KV_CONFIG", N, Plain, "";
         RegisterBroker = 103, "REGISTER_BROKER", N, Plain, "";
@@ -229,6 +233,36 @@ requests! {
         QueryDataVersion = 322, "QUERY_DATA_VERSION", N, Plain, "";
         PushReplyMessageToClient = 326, "PUSH_REPLY_MESSAGE_TO_CLIENT", No(TO_CLIENT), Plain, "";
         AddWritePermOfBroker = 327, "ADD_WRITE_PERM_OF_BROKER", N, Plain, "";
+        QueryTopicsByConsumer = 343, "QUERY_TOPICS_BY_CONSUMER", No("not implemented yet"), Plain, "RocketMQ 5.x's code";
+        QuerySubscriptionByConsumer = 345, "QUERY_SUBSCRIPTION_BY_CONSUMER", No("not implemented yet"), Plain, "RocketMQ 5.x's code";
+        UpdateAndGetGroupForbidden = 353, "UPDATE_AND_GET_GROUP_FORBIDDEN", No("not implemented yet: no per-topic read-forbidden flag of groups"), Plain, "RocketMQ 5.x's code";
+        CheckRocksdbCqWriteProgress = 354, "CHECK_ROCKSDB_CQ_WRITE_PROGRESS", No("this broker compares its consume-queue backends with RMQ_CQ_VERIFY (30002) instead"), Plain, "RocketMQ 5.x's code";
+        ExportRocksdbConfigToJson = 355, "EXPORT_ROCKSDB_CONFIG_TO_JSON", No("topics, groups and offsets are kept in JSON files here, never in RocksDB: nothing to export"), Plain, "RocketMQ 5.x's code";
+        RecallMessage = 370, "RECALL_MESSAGE", No("not yet served: it cancels timer messages, and timer messages are not implemented yet (timer work pending)"), Plain, "RocketMQ 5.x's code";
+        QueryAssignment = 400, "QUERY_ASSIGNMENT", No("not implemented yet: clients allocate queues themselves (PULL)"), Plain, "RocketMQ 5.x's code";
+        SetMessageRequestMode = 401, "SET_MESSAGE_REQUEST_MODE", No("not implemented yet"), Plain, "RocketMQ 5.x's code";
+        GetAllMessageRequestMode = 402, "GET_ALL_MESSAGE_REQUEST_MODE", No("not implemented yet"), Plain, "RocketMQ 5.x's code";
+        UpdateAndCreateStaticTopic = 513, "UPDATE_AND_CREATE_STATIC_TOPIC", No("static topics (logical queues) are not supported"), Plain, "RocketMQ 5.x's code";
+        NotifyMinBrokerIdChange = 905, "NOTIFY_MIN_BROKER_ID_CHANGE", No("controller and slave-acting-master modes are not supported: HA here is RocketMQ's master/slave replication"), Plain, "RocketMQ 5.x's code";
+        ExchangeBrokerHaInfo = 906, "EXCHANGE_BROKER_HA_INFO", No("controller and slave-acting-master modes are not supported: HA here is RocketMQ's master/slave replication"), Plain, "RocketMQ 5.x's code";
+        GetBrokerHaStatus = 907, "GET_BROKER_HA_STATUS", No("not implemented yet"), Plain, "RocketMQ 5.x's code";
+        ResetMasterFlushOffset = 908, "RESET_MASTER_FLUSH_OFFSET", No("not implemented yet"), Plain, "RocketMQ 5.x's code";
+        GetBrokerEpochCache = 1007, "GET_BROKER_EPOCH_CACHE", No("controller and slave-acting-master modes are not supported: HA here is RocketMQ's master/slave replication"), Plain, "RocketMQ 5.x's code";
+        NotifyBrokerRoleChanged = 1008, "NOTIFY_BROKER_ROLE_CHANGED", No("controller and slave-acting-master modes are not supported: HA here is RocketMQ's master/slave replication"), Plain, "RocketMQ 5.x's code";
+        UpdateColdDataFlowCtrConfig = 2001, "UPDATE_COLD_DATA_FLOW_CTR_CONFIG", No("cold-read flow control is not implemented"), Plain, "RocketMQ 5.x's code";
+        RemoveColdDataFlowCtrConfig = 2002, "REMOVE_COLD_DATA_FLOW_CTR_CONFIG", No("cold-read flow control is not implemented"), Plain, "RocketMQ 5.x's code";
+        GetColdDataFlowCtrInfo = 2003, "GET_COLD_DATA_FLOW_CTR_INFO", No("cold-read flow control is not implemented"), Plain, "RocketMQ 5.x's code";
+        SetCommitlogReadMode = 2004, "SET_COMMITLOG_READ_MODE", No("not implemented yet: CommitLog read-ahead is not switchable at runtime"), Plain, "RocketMQ 5.x's code";
+        AuthCreateUser = 3001, "AUTH_CREATE_USER", No("ACL 2.0 (users and policies) is not implemented; this broker has ACL 1.0 (codes 50 to 54)"), Plain, "RocketMQ 5.x's code";
+        AuthUpdateUser = 3002, "AUTH_UPDATE_USER", No("ACL 2.0 (users and policies) is not implemented; this broker has ACL 1.0 (codes 50 to 54)"), Plain, "RocketMQ 5.x's code";
+        AuthDeleteUser = 3003, "AUTH_DELETE_USER", No("ACL 2.0 (users and policies) is not implemented; this broker has ACL 1.0 (codes 50 to 54)"), Plain, "RocketMQ 5.x's code";
+        AuthGetUser = 3004, "AUTH_GET_USER", No("ACL 2.0 (users and policies) is not implemented; this broker has ACL 1.0 (codes 50 to 54)"), Plain, "RocketMQ 5.x's code";
+        AuthListUser = 3005, "AUTH_LIST_USER", No("ACL 2.0 (users and policies) is not implemented; this broker has ACL 1.0 (codes 50 to 54)"), Plain, "RocketMQ 5.x's code";
+        AuthCreateAcl = 3006, "AUTH_CREATE_ACL", No("ACL 2.0 (users and policies) is not implemented; this broker has ACL 1.0 (codes 50 to 54)"), Plain, "RocketMQ 5.x's code";
+        AuthUpdateAcl = 3007, "AUTH_UPDATE_ACL", No("ACL 2.0 (users and policies) is not implemented; this broker has ACL 1.0 (codes 50 to 54)"), Plain, "RocketMQ 5.x's code";
+        AuthDeleteAcl = 3008, "AUTH_DELETE_ACL", No("ACL 2.0 (users and policies) is not implemented; this broker has ACL 1.0 (codes 50 to 54)"), Plain, "RocketMQ 5.x's code";
+        AuthGetAcl = 3009, "AUTH_GET_ACL", No("ACL 2.0 (users and policies) is not implemented; this broker has ACL 1.0 (codes 50 to 54)"), Plain, "RocketMQ 5.x's code";
+        AuthListAcl = 3010, "AUTH_LIST_ACL", No("ACL 2.0 (users and policies) is not implemented; this broker has ACL 1.0 (codes 50 to 54)"), Plain, "RocketMQ 5.x's code";
         PopRollback = 200056, "POP_ROLLBACK", No("declared by RocketMQ 5.x but served by no processor there either"), Plain, "";
     }
 }

@@ -12,7 +12,10 @@ pub mod topic;
 pub use consumer::{
     ClientConnection, ConsumerConnection, LockBatchBody, MessageQueue, OffsetWrapper, TopicOffset,
 };
-pub use group::{SubscriptionGroupConfig, SubscriptionGroupList};
+pub use group::{
+    CustomizedRetryPolicy, ExponentialRetryPolicy, GroupRetryPolicy, SimpleSubscriptionData,
+    SubscriptionGroupConfig, SubscriptionGroupList,
+};
 pub use heartbeat::{CheckClientBody, ConsumerData, HeartbeatData, ProducerData, SubscriptionData};
 pub use register::RegisterBrokerBody;
 pub use route::{BrokerData, ClusterInfo, QueueData, TopicRouteData};

@@ -33,6 +33,12 @@ pub struct TopicConfig {
     pub topic_sys_flag: i32,
     /// Ordered topic.
     pub order: bool,
+    /// RocketMQ 5.x's topic attributes, keys without their sign (e.g.
+    /// `message.type` = `FIFO`); see [`crate::attributes`]. Left out of the
+    /// JSON when empty, as a 4.x broker writes it; 5.x writes `{}`, and
+    /// both read either.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub attributes: BTreeMap<String, String>,
 }
 
 /// Java's `TopicConfig` defaults (16 read and write queues, read-write), so
@@ -54,6 +60,7 @@ impl TopicConfig {
             topic_filter_type: "SINGLE_TAG".into(),
             topic_sys_flag: 0,
             order: false,
+            attributes: BTreeMap::new(),
         }
     }
 

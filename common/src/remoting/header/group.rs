@@ -1,7 +1,7 @@
 //! Headers of the group administration codes: DELETE_SUBSCRIPTIONGROUP
 //! (207), GET_CONSUMER_CONNECTION_LIST (203), GET_PRODUCER_CONNECTION_LIST
 //! (204), INVOKE_BROKER_TO_RESET_OFFSET (222), CLONE_GROUP_OFFSET (314) and
-//! QUERY_CORRECTION_OFFSET (308).
+//! QUERY_CORRECTION_OFFSET (308), and GET_SUBSCRIPTIONGROUP_CONFIG (352).
 
 use super::ext_header;
 
@@ -68,5 +68,13 @@ ext_header! {
         pub compare_group: String = string("compareGroup"),
         /// `filterGroups`: comma-separated, as sent.
         pub filter_groups: Option<String> = raw("filterGroups"),
+    }
+}
+
+ext_header! {
+    /// `GetSubscriptionGroupConfigRequestHeader` (RocketMQ 5.x).
+    pub struct GetGroupConfigRequestHeader {
+        /// `group`.
+        pub group: String = string("group"),
     }
 }

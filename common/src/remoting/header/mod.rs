@@ -35,7 +35,8 @@ pub use consumer::{
 pub use cq_admin::{CqBackendRequestHeader, CqVerifyRequestHeader};
 pub use group::{
     CloneGroupOffsetRequestHeader, ConsumerConnectionRequestHeader, CorrectionOffsetRequestHeader,
-    DeleteGroupRequestHeader, ProducerConnectionRequestHeader, ResetOffsetRequestHeader,
+    DeleteGroupRequestHeader, GetGroupConfigRequestHeader, ProducerConnectionRequestHeader,
+    ResetOffsetRequestHeader,
 };
 pub use inspect::{
     BrokerConsumeStatsRequestHeader, ConsumeTimeSpanRequestHeader, QueryConsumeQueueRequestHeader,
@@ -55,7 +56,7 @@ pub use query::{QueryMessageRequestHeader, ViewMessageByIdRequestHeader};
 pub use stats::{
     ConsumeStatsRequestHeader, TopicConsumeByWhoRequestHeader, TopicStatsRequestHeader,
 };
-pub use topic::{CreateTopicRequestHeader, DeleteTopicRequestHeader};
+pub use topic::{CreateTopicRequestHeader, DeleteTopicRequestHeader, GetTopicConfigRequestHeader};
 
 pub use pull::{PullMessageRequestHeader, PullMessageResponseHeader};
 pub use send::{SendMessageRequestHeader, SendMessageResponseHeader};

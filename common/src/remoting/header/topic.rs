@@ -1,5 +1,5 @@
-//! Headers of UPDATE_AND_CREATE_TOPIC (17) and DELETE_TOPIC_IN_BROKER
-//! (215).
+//! Headers of UPDATE_AND_CREATE_TOPIC (17), DELETE_TOPIC_IN_BROKER (215)
+//! and GET_TOPIC_CONFIG (351).
 
 use super::ext_header;
 
@@ -21,6 +21,12 @@ ext_header! {
         pub topic_sys_flag: Option<i32> = opt_i32("topicSysFlag"),
         /// `order`.
         pub order: Option<bool> = opt_bool("order"),
+        /// `attributes` (RocketMQ 5.x): `+key=value` and `-key` items,
+        /// comma-separated, as sent.
+        pub attributes: Option<String> = raw("attributes"),
+        /// `force` (RocketMQ 5.x), read and not used: it lets 5.x's own
+        /// broker skip checks this broker does not make.
+        pub force: Option<bool> = opt_bool("force"),
     }
 }
 
@@ -29,5 +35,16 @@ ext_header! {
     pub struct DeleteTopicRequestHeader {
         /// `topic`.
         pub topic: String = string("topic"),
+    }
+}
+
+ext_header! {
+    /// `GetTopicConfigRequestHeader` (RocketMQ 5.x).
+    pub struct GetTopicConfigRequestHeader {
+        /// `topic`.
+        pub topic: String = string("topic"),
+        /// `lo` (logical queues): the static-topic mapping is wanted too;
+        /// this broker has no static topics.
+        pub lo: Option<bool> = opt_bool("lo"),
     }
 }

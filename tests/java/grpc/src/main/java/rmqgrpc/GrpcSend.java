@@ -1,0 +1,77 @@
+package rmqgrpc;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.apache.rocketmq.client.apis.ClientConfiguration;
+import org.apache.rocketmq.client.apis.ClientServiceProvider;
+import org.apache.rocketmq.client.apis.message.Message;
+import org.apache.rocketmq.client.apis.producer.Producer;
+import org.apache.rocketmq.client.apis.producer.SendReceipt;
+
+/**
+ * Sends {@code --count} messages with the gRPC producer through the proxy at
+ * {@code --endpoint}: {@code --mode sync} one after the other, {@code async}
+ * all at once and then waits for every receipt. Message i has tag {@code
+ * --tag}, keys {@code <mode>-key-i} and body {@code <mode>-body-i}.
+ */
+final class GrpcSend {
+    private GrpcSend() {}
+
+    /** Longest one send may take, retries included. */
+    static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(10);
+
+    static void run(Map<String, String> args) throws Exception {
+        String endpoint = GrpcSuite.required(args, "endpoint");
+        String topic = GrpcSuite.required(args, "topic");
+        int count = Integer.parseInt(args.getOrDefault("count", "1"));
+        String tag = args.getOrDefault("tag", "TagA");
+        String mode = args.getOrDefault("mode", "sync");
+        if (!mode.equals("sync") && !mode.equals("async")) {
+            throw new GrpcSuite.CheckFailed("--mode is sync or async, not " + mode);
+        }
+        ClientServiceProvider provider = ClientServiceProvider.loadService();
+        ClientConfiguration config = ClientConfiguration.newBuilder()
+            .setEndpoints(endpoint)
+            .enableSsl(false)
+            .setRequestTimeout(REQUEST_TIMEOUT)
+            .build();
+        try (Producer producer = provider.newProducerBuilder()
+            .setClientConfiguration(config)
+            .setTopics(topic)
+            .build()) {
+            List<Message> messages = new ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                messages.add(provider.newMessageBuilder()
+                    .setTopic(topic)
+                    .setTag(tag)
+                    .setKeys(mode + "-key-" + i)
+                    .setBody((mode + "-body-" + i).getBytes(StandardCharsets.UTF_8))
+                    .build());
+            }
+            List<SendReceipt> receipts = new ArrayList<>();
+            if (mode.equals("sync")) {
+                for (Message m : messages) {
+                    receipts.add(producer.send(m));
+                }
+            } else {
+                List<CompletableFuture<SendReceipt>> futures = new ArrayList<>();
+                for (Message m : messages) {
+                    futures.add(producer.sendAsync(m));
+                }
+                for (CompletableFuture<SendReceipt> f : futures) {
+                    receipts.add(f.get(REQUEST_TIMEOUT.toMillis() * 2, TimeUnit.MILLISECONDS));
+                }
+            }
+            for (int i = 0; i < count; i++) {
+                Message m = messages.get(i);
+                GrpcSuite.line("SENT", receipts.get(i).getMessageId().toString(), tag,
+                    String.join(" ", m.getKeys()), mode + "-body-" + i);
+            }
+        }
+    }
+}
