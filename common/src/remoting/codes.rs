@@ -97,6 +97,7 @@ wire_codes! {
         DeleteAclConfigFailed = 210 => "DELETE_ACL_CONFIG_FAILED",
         UpdateGlobalWhiteAddrsConfigFailed = 211 => "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED",
         FlowControl = 215 => "FLOW_CONTROL",
+        IllegalOperation = 604 => "ILLEGAL_OPERATION",
     }
 }
 
@@ -162,6 +163,7 @@ mod tests {
             (RequestCode::SendReplyMessageV2, 325),
             (RequestCode::PushReplyMessageToClient, 326),
             (RequestCode::LitePullMessage, 361),
+            (RequestCode::RecallMessage, 370),
             (RequestCode::PutKvConfig, 100),
             (RequestCode::DeleteKvConfig, 102),
             (RequestCode::GetAllSubscriptiongroupConfig, 201),
@@ -247,6 +249,7 @@ mod tests {
             (ResponseCode::DeleteAclConfigFailed, 210),
             (ResponseCode::UpdateGlobalWhiteAddrsConfigFailed, 211),
             (ResponseCode::FlowControl, 215),
+            (ResponseCode::IllegalOperation, 604),
         ];
         assert_eq!(expected.len(), ResponseCode::ALL.len());
         for &(code, value) in expected {

@@ -186,6 +186,7 @@ requests! {
         GetAllProducerInfo = 328, "GET_ALL_PRODUCER_INFO", B, Plain, NoHeader, "";
         DeleteExpiredCommitlog = 329, "DELETE_EXPIRED_COMMITLOG", B, Plain, NoHeader, "RocketMQ 5.x's code: one clean pass now";
         LitePullMessage = 361, "LITE_PULL_MESSAGE", B, Plain, PullMessageRequestHeader, "RocketMQ 5.x's lite pull code; served as PULL_MESSAGE";
+        RecallMessage = 370, "RECALL_MESSAGE", B, Plain, RecallMessageRequestHeader, "RocketMQ 5.x: cancels a timer message by the recallHandle its send answer carried; refused unless recallMessageEnable (off by default, as 5.x)";
         RmqCqStatus = 30001, "RMQ_CQ_STATUS", B, Plain, NoHeader, "this broker's own (rmq-admin cq status): the consume-queue backends, serving and shadow; a code RocketMQ does not use";
         RmqCqVerify = 30002, "RMQ_CQ_VERIFY", B, Plain, CqVerifyRequestHeader, "this broker's own (rmq-admin cq verify): compares the shadow consume queue with the serving one";
         RmqCqAddShadow = 30003, "RMQ_CQ_ADD_SHADOW", B, Plain, CqBackendRequestHeader, "this broker's own (rmq-admin cq add-shadow): a second backend built from the CommitLog";

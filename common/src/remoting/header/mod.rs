@@ -18,6 +18,7 @@ pub mod offset;
 pub mod pull;
 pub mod pull_sys_flag;
 pub mod query;
+pub mod recall;
 pub mod send;
 pub mod send_back;
 pub mod stats;
@@ -45,6 +46,7 @@ pub use offset::{
     UpdateConsumerOffsetRequestHeader,
 };
 pub use query::{QueryMessageRequestHeader, ViewMessageByIdRequestHeader};
+pub use recall::RecallMessageRequestHeader;
 pub use stats::{
     ConsumeStatsRequestHeader, TopicConsumeByWhoRequestHeader, TopicStatsRequestHeader,
 };
