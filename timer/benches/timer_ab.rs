@@ -85,7 +85,11 @@ struct Row {
     read_entries: usize,
 }
 
-fn put_range(store: &dyn TimerStore, range: std::ops::Range<usize>, entry: &dyn Fn(usize) -> TimerEntry) {
+fn put_range(
+    store: &dyn TimerStore,
+    range: std::ops::Range<usize>,
+    entry: &dyn Fn(usize) -> TimerEntry,
+) {
     let mut batch = Vec::with_capacity(BATCH);
     let mut last_ckpt = Instant::now();
     for i in range {
@@ -97,7 +101,10 @@ fn put_range(store: &dyn TimerStore, range: std::ops::Range<usize>, entry: &dyn 
         if last_ckpt.elapsed() >= Duration::from_secs(1) {
             // As the flush thread: the entries so far become durable.
             store
-                .checkpoint(Progress { read_ms: 0, enqueue_offset: 0 })
+                .checkpoint(Progress {
+                    read_ms: 0,
+                    enqueue_offset: 0,
+                })
                 .unwrap();
             last_ckpt = Instant::now();
         }
@@ -128,7 +135,10 @@ fn run(backend: &str, entries: usize, lead_ms: i64, spread_ms: i64, parent: &Pat
         kind: EntryKind::Deliver,
     };
     let crash_from = entries - entries / 10;
-    let ckpt = Progress { read_ms: write_ms, enqueue_offset: crash_from as i64 };
+    let ckpt = Progress {
+        read_ms: write_ms,
+        enqueue_offset: crash_from as i64,
+    };
     let t = Instant::now();
     put_range(&*store, 0..crash_from, &entry);
     store.checkpoint(ckpt).unwrap();
@@ -141,7 +151,10 @@ fn run(backend: &str, entries: usize, lead_ms: i64, spread_ms: i64, parent: &Pat
     let crash_restart = t.elapsed().as_millis();
     assert_eq!(store.recovered(), Some(ckpt));
     store
-        .checkpoint(Progress { read_ms: write_ms, enqueue_offset: entries as i64 })
+        .checkpoint(Progress {
+            read_ms: write_ms,
+            enqueue_offset: entries as i64,
+        })
         .unwrap();
     drop(store);
     let t = Instant::now();
@@ -167,7 +180,11 @@ fn run(backend: &str, entries: usize, lead_ms: i64, spread_ms: i64, parent: &Pat
         read += PRECISION;
         store.advance(read);
     }
-    assert_eq!(lags.len() as i64, backlog, "{backend}: every entry read once");
+    assert_eq!(
+        lags.len() as i64,
+        backlog,
+        "{backend}: every entry read once"
+    );
     lags.sort_unstable();
     Row {
         backend: backend.to_owned(),

@@ -510,3 +510,91 @@ async fn java_timer(timer: TimerStoreType) {
         run.report(&format!("{what} printed no PASS line"))
     );
 }
+
+/// Store level, manual clock: a timer 2.5 days out lies beyond the wheel's
+/// roll window (2 days): the wheel files it at a roll point (1 day out),
+/// puts it back into the timer topic there (`TIMER_ROLL_TIMES` 1), files
+/// it again at its own slot and delivers it then, never before. RocksDB
+/// has no horizon and files it directly.
+async fn a_timer_beyond_the_roll_window_is_rolled_then_delivered(timer: TimerStoreType) {
+    use rmq_broker::service::timer::{rewrite, PassEnd, Timers};
+    use rmq_common::message::MessageToStore;
+    use rmq_common::time::{Clock, ManualClock};
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    const T0: i64 = 1_750_000_000_000;
+    const DAY: i64 = 86_400_000;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = rmq_tests::small_config(dir.path(), CqBackend::File);
+    config.timer_store_type = timer;
+    let clock = Arc::new(ManualClock::new(T0));
+    let store =
+        Arc::new(rmq_tests::open_store_with_clock(&config, Arc::clone(&clock) as _).unwrap());
+    let timers = Timers::open(Arc::clone(&store), Arc::clone(&store) as _).unwrap();
+    let due = T0 + 5 * DAY / 2;
+    let mut m = MessageToStore::new("TimerFar", 0, b"far".to_vec());
+    m.properties.insert(property::KEYS, "far");
+    m.properties
+        .insert(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "UNIQ-far");
+    m.properties
+        .insert(property::TIMER_DELIVER_MS, due.to_string());
+    assert_eq!(rewrite::apply(&mut m, T0, store.config()), Ok(true));
+    store.put_message(&m).unwrap();
+    rmq_tests::wait_dispatched(&store);
+    // Runs both sides until neither has work at the clock's time.
+    let settle = || {
+        for _ in 0..1_000 {
+            let e = timers.enqueue_pass().unwrap();
+            let d = timers.dequeue_pass().unwrap();
+            rmq_tests::wait_dispatched(&store);
+            let idle = e != PassEnd::Budget && d != PassEnd::Budget;
+            if idle && timers.enqueue_lag() == 0 && timers.read_ms() + 1_000 > clock.now_ms() {
+                return;
+            }
+        }
+        panic!("the timer service did not settle");
+    };
+    settle();
+    assert_eq!(timers.backlog(), 1);
+    let rolls = if timer == TimerStoreType::Wheel { 1 } else { 0 };
+    // One day on: the wheel's roll point has passed.
+    clock.set(T0 + DAY + 1_000);
+    settle();
+    assert_eq!(timers.counts().rolled.load(Ordering::Relaxed), rolls);
+    assert!(delivered(&store, "TimerFar").is_empty());
+    // Just before the due time: still nothing.
+    clock.set(due - 1_000);
+    settle();
+    assert!(delivered(&store, "TimerFar").is_empty(), "delivered early");
+    clock.set(due + 1_000);
+    settle();
+    let got = delivered(&store, "TimerFar");
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].store_ms >= due - PRECISION_MS);
+    let roll_prop = got[0]
+        .props
+        .get(property::TIMER_ROLL_TIMES)
+        .map(str::to_owned);
+    assert_eq!(roll_prop, (rolls == 1).then(|| "1".to_owned()));
+    assert_eq!(timers.backlog(), 0);
+    store.shutdown().unwrap();
+}
+
+mod roll {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn wheel() {
+        super::a_timer_beyond_the_roll_window_is_rolled_then_delivered(
+            rmq_common::config::TimerStoreType::Wheel,
+        )
+        .await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn rocksdb() {
+        super::a_timer_beyond_the_roll_window_is_rolled_then_delivered(
+            rmq_common::config::TimerStoreType::Rocksdb,
+        )
+        .await
+    }
+}
