@@ -27,6 +27,7 @@ use rmq_namesrv::{BodyForm, BrokerRegistrar, NameServer, NameServerHandle, Names
 use crate::processor::BrokerHandler;
 use crate::pull_hold::PullHoldService;
 use crate::service::schedule::{ScheduleService, Scheduler};
+use crate::service::timer::{TimerService, Timers};
 use crate::service::transaction::{
     ProducerCheckSender, TransactionService, Transactions, TxSettings,
 };
@@ -50,6 +51,7 @@ pub struct Broker {
     namesrv: Option<NameServerHandle>,
     metrics_addr: Option<SocketAddr>,
     schedule: Option<ScheduleService>,
+    timer: Option<TimerService>,
     transaction: Option<TransactionService>,
     reviver: Option<rmq_common::service::Service>,
     persister: Option<MetaPersister>,
@@ -182,6 +184,7 @@ impl Broker {
                 })?,
             )
         };
+        let (timers, timer) = start_timers(&store, &topics, slave).await?;
         let transactions = Arc::new(Transactions::open(
             Arc::clone(&store),
             Arc::clone(&offsets),
@@ -262,6 +265,7 @@ impl Broker {
             store_host: addr,
             scheduler,
             transactions,
+            timers,
             connections: Arc::new(std::sync::atomic::AtomicI64::new(0)),
             topics_changed,
             registrar: Arc::default(),
@@ -325,6 +329,7 @@ impl Broker {
             namesrv,
             metrics_addr,
             schedule,
+            timer,
             transaction,
             reviver,
             persister: Some(persister),
@@ -379,6 +384,9 @@ impl Broker {
         if let Some(schedule) = self.schedule.take() {
             let _ = tokio::task::spawn_blocking(move || schedule.stop()).await;
         }
+        if let Some(timer) = self.timer.take() {
+            let _ = tokio::task::spawn_blocking(move || timer.halt()).await;
+        }
         if let Some(persister) = self.persister.take() {
             let _ = tokio::task::spawn_blocking(move || persister.halt()).await;
         }
@@ -415,6 +423,11 @@ impl Broker {
                 tracing::error!(error = %e, "schedule service stop task failed");
             }
         }
+        if let Some(timer) = self.timer.take() {
+            if let Err(e) = tokio::task::spawn_blocking(move || timer.stop()).await {
+                tracing::error!(error = %e, "timer service stop task failed");
+            }
+        }
         // Last of the writers of meta tables: it writes what they changed.
         if let Some(persister) = self.persister.take() {
             if let Err(e) = tokio::task::spawn_blocking(move || persister.stop()).await {
@@ -428,6 +441,44 @@ impl Broker {
             Err(e) => tracing::error!(error = %e, "store shutdown task failed"),
         }
     }
+}
+
+/// With `timerWheelEnable`: creates the timer topic (1 queue, as 5.x),
+/// opens the timer store (recovering it) and, unless this is a slave,
+/// starts the timer threads.
+async fn start_timers(
+    store: &Arc<MessageStore>,
+    topics: &Arc<TopicConfigManager>,
+    slave: bool,
+) -> Result<(Option<Arc<Timers>>, Option<TimerService>), BrokerError> {
+    if !store.config().timer_wheel_enable {
+        return Ok((None, None));
+    }
+    let topic = rmq_common::constants::TIMER_TOPIC;
+    if let Err(e) = topics.get_or_create_deferred(topic, 1) {
+        tracing::warn!(topic, error = %e, "timer topic not created");
+    }
+    let s = Arc::clone(store);
+    let timers = tokio::task::spawn_blocking(move || Timers::open(Arc::clone(&s), s as _))
+        .await
+        .map_err(|source| BrokerError::Join {
+            task: "timer store open",
+            source,
+        })?
+        .map_err(|source| BrokerError::Service {
+            service: "timer",
+            source,
+        })?;
+    let timers = Arc::new(timers);
+    if slave {
+        return Ok((Some(timers), None));
+    }
+    let service =
+        TimerService::start(Arc::clone(&timers), store).map_err(|source| BrokerError::Spawn {
+            service: "timer",
+            source,
+        })?;
+    Ok((Some(timers), Some(service)))
 }
 
 /// How often the sampler refreshes the gauges (dispatch lag above all).
@@ -455,6 +506,7 @@ async fn start_metrics(
         ha_acks: Arc::clone(&ctx.ha_acks),
         scheduler: Arc::clone(&ctx.scheduler),
         transactions: Arc::clone(&ctx.transactions),
+        timers: ctx.timers.clone(),
         connections: Arc::clone(&ctx.connections),
     };
     let sampler = Arc::new(crate::sampler::Sampler::new(

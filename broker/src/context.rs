@@ -42,6 +42,8 @@ pub struct BrokerContext {
     pub scheduler: Arc<Scheduler>,
     /// Half messages and their resolution.
     pub transactions: Arc<Transactions>,
+    /// Timer messages (positions, backlog), when `timerWheelEnable`.
+    pub timers: Option<Arc<crate::service::timer::Timers>>,
     /// Client connections open now.
     pub connections: Arc<std::sync::atomic::AtomicI64>,
     /// Signalled when topics change, so NameServers hear of it at once.

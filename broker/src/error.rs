@@ -18,6 +18,9 @@ pub enum ServiceError {
     /// Its progress file failed.
     #[error(transparent)]
     Meta(#[from] MetaError),
+    /// The timer store failed.
+    #[error(transparent)]
+    Timer(#[from] rmq_timer::TimerError),
 }
 
 /// Why the broker could not start.

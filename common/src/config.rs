@@ -84,6 +84,35 @@ pub const MULTI_PATH_SEPARATOR: char = ';';
 /// Bytes in a consume-queue unit.
 pub const CQ_UNIT_SIZE: u64 = 20;
 
+/// Which engine keeps pending timer messages (`timerStoreType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimerStoreType {
+    /// RocketMQ 5.x's timer wheel (`timerwheel`) and timer log
+    /// (`timerlog/`), with `config/timercheck`.
+    #[default]
+    Wheel,
+    /// One RocksDB database keyed by due time (`timer_rocksdb/`), as
+    /// RocketMQ 5.4's RocksDB timer.
+    Rocksdb,
+}
+
+impl TimerStoreType {
+    /// The name used in config and metric labels.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Wheel => "wheel",
+            Self::Rocksdb => "rocksdb",
+        }
+    }
+}
+
+impl std::fmt::Display for TimerStoreType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The message store's settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
@@ -240,6 +269,24 @@ pub struct StoreConfig {
     /// RocksDB backend: dispatch batches queued for the writer before reput
     /// waits (back-pressure).
     pub rocksdb_group_commit_queue_capacity: u32,
+    /// Timer messages (TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS)
+    /// are accepted and delivered; false refuses them (RocketMQ 5.x).
+    pub timer_wheel_enable: bool,
+    /// The timer-store engine: `wheel` (default) or `rocksdb`.
+    pub timer_store_type: TimerStoreType,
+    /// Timer slot width; rounded as RocketMQ's setter does (see
+    /// [`StoreConfig::timer_precision`]).
+    pub timer_precision_ms: u64,
+    /// Longest accepted timer delay, seconds (3 days).
+    pub timer_max_delay_sec: u64,
+    /// Wheel: slots ahead of the write time a message may be filed; later
+    /// ones are filed at a roll point and re-filed from there.
+    pub timer_roll_window_slot: u64,
+    /// Interval of the timer checkpoint (store flush, then progress).
+    pub timer_flush_interval_ms: u64,
+    /// Wheel: size of one timer-log file.
+    #[serde(rename = "mappedFileSizeTimerLog")]
+    pub mapped_file_size_timer_log_bytes: u64,
 }
 
 impl Default for StoreConfig {
@@ -295,6 +342,13 @@ impl Default for StoreConfig {
             rocksdb_wal_enabled: false,
             rocksdb_group_commit_max_entries: 16_384,
             rocksdb_group_commit_queue_capacity: 64,
+            timer_wheel_enable: true,
+            timer_store_type: TimerStoreType::Wheel,
+            timer_precision_ms: 1_000,
+            timer_max_delay_sec: 3 * 86_400,
+            timer_roll_window_slot: 2 * 86_400,
+            timer_flush_interval_ms: 1_000,
+            mapped_file_size_timer_log_bytes: 100 * 1024 * 1024,
         }
     }
 }
@@ -512,6 +566,25 @@ impl StoreConfig {
                 return Err(ConfigError::new(key, "must be positive"));
             }
         }
+        if self.timer_max_delay_sec == 0 || self.timer_max_delay_sec > i32::MAX as u64 {
+            return Err(ConfigError::new(
+                "timerMaxDelaySec",
+                format!("{} is outside 1..={}", self.timer_max_delay_sec, i32::MAX),
+            ));
+        }
+        if self.timer_flush_interval_ms == 0 {
+            return Err(ConfigError::new(
+                "timerFlushIntervalMs",
+                "must be at least 1 ms",
+            ));
+        }
+        let tl = self.mapped_file_size_timer_log_bytes;
+        if !(4096..=i32::MAX as u64).contains(&tl) {
+            return Err(ConfigError::new(
+                "mappedFileSizeTimerLog",
+                format!("{tl} is outside 4096..={}", i32::MAX),
+            ));
+        }
         if self.access_message_in_memory_max_ratio_pct > 100 {
             return Err(ConfigError::new(
                 "accessMessageInMemoryMaxRatio",
@@ -519,6 +592,17 @@ impl StoreConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The timer slot width in use: `timerPrecisionMs` rounded down to 100,
+    /// 200, 500 or 1,000 ms, as RocketMQ 5.x's setter does.
+    pub fn timer_precision(&self) -> i64 {
+        match self.timer_precision_ms {
+            0..200 => 100,
+            200..500 => 200,
+            500..1_000 => 500,
+            _ => 1_000,
+        }
     }
 
     /// CommitLog folder: `storePathCommitLog`, else `commitlog` under the

@@ -26,6 +26,8 @@ pub const SELF_TEST_TOPIC: &str = "SELF_TEST_TOPIC";
 pub const SYSTEM_TOPIC_PREFIX: &str = "rmq_sys_";
 /// Pseudo topic under which the RocksDB backend keeps its dispatch checkpoint.
 pub const CHECKPOINT_TOPIC: &str = "CHECKPOINT_TOPIC";
+/// Where timer messages wait (RocketMQ 5.x), queue 0.
+pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
 
 /// Message property keys (`MessageConst` in RocketMQ).
 pub mod property {
@@ -77,4 +79,24 @@ pub mod property {
     pub const REPLY_TO_CLIENT: &str = "REPLY_TO_CLIENT";
     /// When the broker pushed a reply to its requester, ms.
     pub const PUSH_REPLY_TIME: &str = "PUSH_REPLY_TIME";
+    /// Timer: absolute delivery time, epoch ms (client).
+    pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
+    /// Timer: delay from the broker's receive time, seconds (client).
+    pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
+    /// Timer: delay from the broker's receive time, ms (client).
+    pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+    /// Timer: the slot time the broker filed the message under, epoch ms.
+    pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
+    /// Timer: when the message entered the wheel (Long.MAX_VALUE if never).
+    pub const TIMER_ENQUEUE_MS: &str = "TIMER_ENQUEUE_MS";
+    /// Timer: when the message left the wheel.
+    pub const TIMER_DEQUEUE_MS: &str = "TIMER_DEQUEUE_MS";
+    /// Timer: times the message was re-filed from a roll point.
+    pub const TIMER_ROLL_TIMES: &str = "TIMER_ROLL_TIMES";
+    /// Timer: marks a recall's delete marker; `<realTopic>+<uniqKey>`.
+    pub const TIMER_DEL_UNIQKEY: &str = "TIMER_DEL_UNIQKEY";
+    /// Trace context (set empty on a recall's marker).
+    pub const TRACE_CONTEXT: &str = "TRACE_CONTEXT";
+    /// Born timestamp as a property (a recall's marker).
+    pub const BORN_TIMESTAMP: &str = "BORN_TIMESTAMP";
 }

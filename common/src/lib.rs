@@ -28,6 +28,6 @@ pub mod service;
 pub mod sql92;
 pub mod time;
 
-pub use config::{ConfigError, CqBackend, FlushDiskType, StoreConfig};
+pub use config::{ConfigError, CqBackend, FlushDiskType, StoreConfig, TimerStoreType};
 pub use delay::DelayLevels;
 pub use dispatch::DispatchRequest;

@@ -97,6 +97,8 @@ pub struct BrokerConfig {
     /// A reply (SEND_REPLY_MESSAGE) is also stored in the cluster's reply
     /// topic, besides being pushed to its requester (RocketMQ's default).
     pub store_reply_message_enable: bool,
+    /// RECALL_MESSAGE is served (RocketMQ 5.x, off by default as there).
+    pub recall_message_enable: bool,
     /// Whether the broker takes sends (2) and serves pulls (4); the topics
     /// it registers carry this perm when it is not read-write (6). A drain
     /// sets it to 4 (mqadmin updateBrokerConfig -k brokerPermission -v 4).
@@ -189,6 +191,7 @@ impl Default for BrokerConfig {
             broker_name: "broker-a".into(),
             broker_cluster_name: "DefaultCluster".into(),
             store_reply_message_enable: true,
+            recall_message_enable: false,
             broker_permission: 6,
             auto_create_subscription_group: true,
             broker_role: crate::ha::BrokerRole::AsyncMaster,

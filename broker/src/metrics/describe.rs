@@ -144,6 +144,36 @@ const HELP: &[(Kind, &str, &str)] = &[
     ),
     (
         G,
+        n::TIMER_BACKLOG,
+        "Timer messages filed and not yet delivered, per timer store.",
+    ),
+    (
+        G,
+        n::TIMER_DUE_LAG_SECONDS,
+        "Now minus the end of the next timer slot to deliver (0 when not due), per timer store.",
+    ),
+    (
+        G,
+        n::TIMER_ENQUEUE_LAG,
+        "Timer-topic messages stored but not yet filed in the timer store.",
+    ),
+    (
+        C,
+        n::TIMER_DELIVERED_TOTAL,
+        "Timer messages put into their real topics.",
+    ),
+    (
+        C,
+        n::TIMER_RECALLED_TOTAL,
+        "Timer messages dropped because a recall named them.",
+    ),
+    (
+        G,
+        n::TIMER_DISK_BYTES,
+        "Bytes the timer store holds on disk, per timer store.",
+    ),
+    (
+        G,
         n::TRANSACTION_HALF_PENDING,
         "Half messages not yet committed or rolled back.",
     ),
@@ -272,6 +302,16 @@ const HELP: &[(Kind, &str, &str)] = &[
         G,
         r::CONSUMER_GROUP_NUMBER,
         "Active subscription group number (RocketMQ 5.x).",
+    ),
+    (
+        G,
+        r::TIMER_ENQUEUE_LAG,
+        "Timer enqueue messages lag (RocketMQ 5.x).",
+    ),
+    (
+        G,
+        r::TIMER_DEQUEUE_LATENCY_MS,
+        "Timer dequeue latency, milliseconds (RocketMQ 5.x).",
     ),
 ];
 

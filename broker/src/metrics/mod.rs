@@ -76,6 +76,20 @@ pub mod names {
     pub const CONSUMER_LAG_MESSAGES: &str = "rmq_consumer_lag_messages";
     /// Delayed messages waiting, per level.
     pub const SCHEDULE_PENDING: &str = "rmq_schedule_pending";
+    /// Timer messages filed and not yet delivered (label `timer_store`:
+    /// wheel or rocksdb).
+    pub const TIMER_BACKLOG: &str = "rmq_timer_backlog";
+    /// How far timer delivery is behind the clock: now minus the end of
+    /// the next slot to deliver (0 when it is not due).
+    pub const TIMER_DUE_LAG_SECONDS: &str = "rmq_timer_due_lag_seconds";
+    /// Timer-topic messages stored but not yet filed in the timer store.
+    pub const TIMER_ENQUEUE_LAG: &str = "rmq_timer_enqueue_lag";
+    /// Timer messages put into their real topics.
+    pub const TIMER_DELIVERED_TOTAL: &str = "rmq_timer_delivered_total";
+    /// Timer messages dropped because a recall named them.
+    pub const TIMER_RECALLED_TOTAL: &str = "rmq_timer_recalled_total";
+    /// Bytes the timer store holds on disk.
+    pub const TIMER_DISK_BYTES: &str = "rmq_timer_disk_bytes";
     /// Half messages not resolved.
     pub const TRANSACTION_HALF_PENDING: &str = "rmq_transaction_half_pending";
     /// Check-backs sent.
@@ -153,6 +167,11 @@ pub mod rocketmq_names {
     pub const TOPIC_NUMBER: &str = "rocketmq_topic_number";
     /// Subscription groups in the group table.
     pub const CONSUMER_GROUP_NUMBER: &str = "rocketmq_consumer_group_number";
+    /// Timer-topic messages not yet filed (5.x `rocketmq_timer_enqueue_lag`).
+    pub const TIMER_ENQUEUE_LAG: &str = "rocketmq_timer_enqueue_lag";
+    /// How late timer delivery is, ms (5.x `rocketmq_timer_dequeue_latency`,
+    /// unit milliseconds).
+    pub const TIMER_DEQUEUE_LATENCY_MS: &str = "rocketmq_timer_dequeue_latency_milliseconds";
 }
 
 /// Latency buckets, seconds: 10 µs to 10 s.

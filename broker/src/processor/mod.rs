@@ -34,6 +34,7 @@ pub(crate) mod parts;
 pub(crate) mod pop;
 pub(crate) mod pull;
 pub(crate) mod query;
+pub(crate) mod recall;
 pub(crate) mod reply;
 pub(crate) mod runtime;
 pub(crate) mod send;
@@ -263,6 +264,7 @@ async fn serve(
             reply::reply(&p.send, conn, req, h).await
         }
         R::EndTransaction(h) => transaction::end(&p.send, h).await,
+        R::RecallMessage(h) => recall::recall(&p.send, conn, h).await,
         R::QueryConsumerOffset(h) => offsets::query(&p.offsets, &p.store, h).await,
         R::UpdateConsumerOffset(h) => offsets::update(&p.topics, &p.offsets, h),
         R::GetMaxOffset(h) => offsets::max(&p.store, h).await,

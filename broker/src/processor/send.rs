@@ -130,7 +130,17 @@ pub(crate) async fn send(
             "a batch cannot be delayed: send delayed messages one by one",
         ));
     }
-    let messages = if prepared {
+    if is_batch
+        && messages
+            .iter()
+            .any(crate::service::timer::rewrite::has_timer_property)
+    {
+        return Err(Refusal::new(
+            ResponseCode::MessageIllegal,
+            "a batch cannot carry timer properties: send timer messages one by one",
+        ));
+    }
+    let mut messages = if prepared {
         if is_batch {
             return Err(Refusal::new(
                 ResponseCode::MessageIllegal,
@@ -140,6 +150,10 @@ pub(crate) async fn send(
         messages.into_iter().map(half_message).collect()
     } else {
         messages
+    };
+    let recall_handle = match messages.as_mut_slice() {
+        [one] if !is_batch => timer_step(path, one)?,
+        _ => None,
     };
     for m in &messages {
         rmq_store::headroom::check(&path.store, m)
@@ -190,7 +204,7 @@ pub(crate) async fn send(
         Some(crate::ha::ReplicaStatus::TimedOut) => code = ResponseCode::FlushSlaveTimeout,
         Some(crate::ha::ReplicaStatus::NotAvailable) => code = ResponseCode::SlaveNotAvailable,
     }
-    Ok(send_answer(
+    let mut answer = send_answer(
         code,
         &SendMessageResponseHeader {
             msg_id,
@@ -198,7 +212,39 @@ pub(crate) async fn send(
             queue_offset: first.queue_offset,
             transaction_id,
         },
-    ))
+    );
+    if let Some(handle) = recall_handle {
+        answer.put_ext("recallHandle", handle);
+    }
+    Ok(answer)
+}
+
+/// The timer step of RocketMQ 5.x (`service::timer::rewrite`): a message
+/// with timer properties is stored in the timer topic, or refused with
+/// 5.x's code and remark. Returns the recall handle its answer carries
+/// (none for a retry topic's message, as 5.x).
+fn timer_step(path: &SendPath, m: &mut MessageToStore) -> Result<Option<String>, Refusal> {
+    use crate::service::timer::{handle::RecallHandle, rewrite};
+    let now = path.store.clock().now_ms();
+    let timed = rewrite::apply(m, now, &path.settings.store)
+        .map_err(|r| Refusal::new(r.code(), r.remark()))?;
+    if !timed {
+        return Ok(None);
+    }
+    let p = &m.properties;
+    let (Some(real), Some(out), Some(uniq)) = (
+        p.get(property::REAL_TOPIC),
+        p.get(property::TIMER_OUT_MS)
+            .and_then(|v| v.parse::<i64>().ok()),
+        p.get(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+    ) else {
+        return Ok(None);
+    };
+    if real.starts_with(rmq_common::constants::RETRY_GROUP_TOPIC_PREFIX) {
+        return Ok(None);
+    }
+    let broker = &path.settings.broker.broker_name;
+    Ok(Some(RecallHandle::new(real, broker, out, uniq).encode()))
 }
 
 /// The message a send (or reply) header describes, as the broker stores it.

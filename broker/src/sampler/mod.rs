@@ -49,6 +49,8 @@ pub struct Sources {
     pub scheduler: Arc<Scheduler>,
     /// Half messages.
     pub transactions: Arc<Transactions>,
+    /// Timer messages, when `timerWheelEnable`.
+    pub timers: Option<Arc<crate::service::timer::Timers>>,
     /// Client connections open now.
     pub connections: Arc<std::sync::atomic::AtomicI64>,
 }
@@ -255,6 +257,7 @@ impl Sampler {
             let labels = self.with(&[("level", level.to_string())]);
             metrics::gauge!(names::SCHEDULE_PENDING, labels).set(s.pending(level) as f64);
         }
+        self.timers();
         let tx = &self.ctx.transactions;
         self.gauge(names::TRANSACTION_HALF_PENDING, tx.pending_halves() as f64);
         metrics::counter!(names::TRANSACTION_CHECKS_TOTAL, self.labels.clone())
@@ -267,6 +270,36 @@ impl Sampler {
             names::CONNECTIONS,
             self.ctx.connections.load(Ordering::Relaxed) as f64,
         );
+    }
+
+    fn timers(&self) {
+        let Some(t) = &self.ctx.timers else {
+            return;
+        };
+        let labels = self.with(&[("timer_store", t.timer_store().backend().as_str().into())]);
+        let enqueue_lag = t.enqueue_lag() as f64;
+        let due_lag_ms = t.due_lag_ms();
+        metrics::gauge!(names::TIMER_BACKLOG, labels.clone()).set(t.backlog() as f64);
+        metrics::gauge!(names::TIMER_DUE_LAG_SECONDS, labels.clone()).set(due_lag_ms as f64 / 1e3);
+        metrics::gauge!(names::TIMER_DISK_BYTES, labels.clone())
+            .set(t.timer_store().disk_bytes() as f64);
+        self.gauge(names::TIMER_ENQUEUE_LAG, enqueue_lag);
+        let counts = t.counts();
+        metrics::counter!(names::TIMER_DELIVERED_TOTAL, self.labels.clone())
+            .absolute(counts.delivered.load(Ordering::Relaxed));
+        metrics::counter!(names::TIMER_RECALLED_TOTAL, self.labels.clone())
+            .absolute(counts.recalled.load(Ordering::Relaxed));
+        let rocketmq = self.rocketmq_timer_labels();
+        metrics::gauge!(
+            crate::metrics::rocketmq_names::TIMER_ENQUEUE_LAG,
+            rocketmq.clone()
+        )
+        .set(enqueue_lag);
+        metrics::gauge!(
+            crate::metrics::rocketmq_names::TIMER_DEQUEUE_LATENCY_MS,
+            rocketmq
+        )
+        .set(due_lag_ms as f64);
     }
 
     fn process(&self) {

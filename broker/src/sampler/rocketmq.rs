@@ -68,6 +68,14 @@ impl Sampler {
         l
     }
 
+    /// RocketMQ's labels of the store's timer series.
+    pub(super) fn rocketmq_timer_labels(&self) -> Vec<Label> {
+        self.rocketmq_labels(&[
+            ("storage_type", "local".into()),
+            ("storage_medium", "disk".into()),
+        ])
+    }
+
     pub(super) fn rocketmq(&self, lag: &HashMap<(String, String), i64>) {
         self.rocketmq_storage();
         self.rocketmq_traffic();

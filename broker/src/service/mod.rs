@@ -1,6 +1,7 @@
 //! Broker services built on the store: the schedule service (delay levels)
-//! and the transaction check walk.
+//! the transaction check walk, and timer messages (RocketMQ 5.x).
 
 pub mod poison;
 pub mod schedule;
+pub mod timer;
 pub mod transaction;

@@ -98,6 +98,7 @@ wire_codes! {
         DeleteAclConfigFailed = 210 => "DELETE_ACL_CONFIG_FAILED",
         UpdateGlobalWhiteAddrsConfigFailed = 211 => "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED",
         FlowControl = 215 => "FLOW_CONTROL",
+        IllegalOperation = 604 => "ILLEGAL_OPERATION",
     }
 }
 
@@ -174,6 +175,7 @@ mod tests {
             (RequestCode::GetTopicConfig, 351),
             (RequestCode::GetSubscriptionGroupConfig, 352),
             (RequestCode::LitePullMessage, 361),
+            (RequestCode::RecallMessage, 370),
             (RequestCode::PutKvConfig, 100),
             (RequestCode::DeleteKvConfig, 102),
             (RequestCode::GetAllSubscriptiongroupConfig, 201),
@@ -216,7 +218,6 @@ mod tests {
             (RequestCode::UpdateAndGetGroupForbidden, 353),
             (RequestCode::CheckRocksdbCqWriteProgress, 354),
             (RequestCode::ExportRocksdbConfigToJson, 355),
-            (RequestCode::RecallMessage, 370),
             (RequestCode::QueryAssignment, 400),
             (RequestCode::SetMessageRequestMode, 401),
             (RequestCode::GetAllMessageRequestMode, 402),
@@ -300,6 +301,7 @@ mod tests {
             (ResponseCode::DeleteAclConfigFailed, 210),
             (ResponseCode::UpdateGlobalWhiteAddrsConfigFailed, 211),
             (ResponseCode::FlowControl, 215),
+            (ResponseCode::IllegalOperation, 604),
         ];
         assert_eq!(expected.len(), ResponseCode::ALL.len());
         for &(code, value) in expected {

@@ -192,6 +192,7 @@ requests! {
         GetTopicConfig = 351, "GET_TOPIC_CONFIG", B, Plain, GetTopicConfigRequestHeader, "RocketMQ 5.x's code: one topic's config with its attributes; no static-topic mapping (none exist here)";
         GetSubscriptionGroupConfig = 352, "GET_SUBSCRIPTIONGROUP_CONFIG", B, Plain, GetGroupConfigRequestHeader, "RocketMQ 5.x's code: one group's config, created first with the defaults when autoCreateSubscriptionGroup";
         LitePullMessage = 361, "LITE_PULL_MESSAGE", B, Plain, PullMessageRequestHeader, "RocketMQ 5.x's lite pull code; served as PULL_MESSAGE";
+        RecallMessage = 370, "RECALL_MESSAGE", B, Plain, RecallMessageRequestHeader, "RocketMQ 5.x: cancels a timer message by the recallHandle its send answer carried; refused unless recallMessageEnable (off by default, as 5.x)";
         PopMessage = 200050, "POP_MESSAGE", B, Pop, PopMessageRequestHeader, "RocketMQ 5.x POP; POP state in the revive topic, or in RocksDB with popConsumerKVServiceEnable";
         AckMessage = 200051, "ACK_MESSAGE", B, Pop, AckMessageRequestHeader, "RocketMQ 5.x POP";
         PeekMessage = 200052, "PEEK_MESSAGE", B, Pop, PeekMessageRequestHeader, "RocketMQ 5.x POP";
@@ -238,7 +239,6 @@ requests! {
         UpdateAndGetGroupForbidden = 353, "UPDATE_AND_GET_GROUP_FORBIDDEN", No("not implemented yet: no per-topic read-forbidden flag of groups"), Plain, "RocketMQ 5.x's code";
         CheckRocksdbCqWriteProgress = 354, "CHECK_ROCKSDB_CQ_WRITE_PROGRESS", No("this broker compares its consume-queue backends with RMQ_CQ_VERIFY (30002) instead"), Plain, "RocketMQ 5.x's code";
         ExportRocksdbConfigToJson = 355, "EXPORT_ROCKSDB_CONFIG_TO_JSON", No("topics, groups and offsets are kept in JSON files here, never in RocksDB: nothing to export"), Plain, "RocketMQ 5.x's code";
-        RecallMessage = 370, "RECALL_MESSAGE", No("not yet served: it cancels timer messages, and timer messages are not implemented yet (timer work pending)"), Plain, "RocketMQ 5.x's code";
         QueryAssignment = 400, "QUERY_ASSIGNMENT", No("not implemented yet: clients allocate queues themselves (PULL)"), Plain, "RocketMQ 5.x's code";
         SetMessageRequestMode = 401, "SET_MESSAGE_REQUEST_MODE", No("not implemented yet"), Plain, "RocketMQ 5.x's code";
         GetAllMessageRequestMode = 402, "GET_ALL_MESSAGE_REQUEST_MODE", No("not implemented yet"), Plain, "RocketMQ 5.x's code";

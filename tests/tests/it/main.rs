@@ -52,6 +52,7 @@ mod store_read_path;
 mod store_recovery;
 mod store_segments;
 mod store_switch;
+mod timer;
 mod tls;
 mod transactions;
 mod typed_topics;

@@ -37,7 +37,10 @@ const ROCKETMQ_QUERIES: &[&str] = &[
 
 /// RocketMQ 5.x names promtool lints for their unit (milliseconds rather
 /// than seconds): served under RocketMQ's own name on purpose.
-const ROCKETMQ_UNIT_LINT: &[&str] = &["rocketmq_storage_message_reserve_time_milliseconds "];
+const ROCKETMQ_UNIT_LINT: &[&str] = &[
+    "rocketmq_storage_message_reserve_time_milliseconds ",
+    "rocketmq_timer_dequeue_latency_milliseconds ",
+];
 
 fn tool(name: &str) -> PathBuf {
     let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())

@@ -19,6 +19,7 @@ pub mod pop;
 pub mod pull;
 pub mod pull_sys_flag;
 pub mod query;
+pub mod recall;
 pub mod send;
 pub mod send_back;
 pub mod stats;
@@ -53,6 +54,7 @@ pub use pop::{
     PopMessageResponseHeader,
 };
 pub use query::{QueryMessageRequestHeader, ViewMessageByIdRequestHeader};
+pub use recall::RecallMessageRequestHeader;
 pub use stats::{
     ConsumeStatsRequestHeader, TopicConsumeByWhoRequestHeader, TopicStatsRequestHeader,
 };

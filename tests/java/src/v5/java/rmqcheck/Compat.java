@@ -48,9 +48,11 @@ final class Compat {
         return false;
     }
 
-    /** Scenarios written against one client's packages: POP for 5.x (the
-     *  admin scenario runs on the 4.9 admin API, as mqadmin does). */
+    /** Scenarios written against one client's packages: for 5.x, timer
+     *  messages and recall, and POP (the admin scenario runs on the 4.9 admin API,
+     *  as mqadmin does). */
     static void addScenarios(Map<String, ClientSuite.Scenario> scenarios) {
+        scenarios.put("timer", TimerScenario::run);
         scenarios.put("pop", PopScenario::run);
     }
 
