@@ -1,12 +1,14 @@
 //! The client side of RocketMQ's remoting protocol, as this project's tools
 //! and tests (and the broker, towards its NameServers) use it: a framed
 //! connection that matches answers to requests, one-shot calls (send, pull,
-//! offsets), a route-aware producer and a transactional producer.
+//! offsets), POP calls (pop, ack, batch ack), a route-aware producer and a
+//! transactional producer.
 #![forbid(unsafe_code)]
 
 pub mod calls;
 pub mod codec;
 pub mod connector;
+pub mod pop;
 pub mod producer;
 pub mod remoting;
 pub mod tls;

@@ -1,12 +1,15 @@
 //! The load tool against a real broker: its counts agree with what the
 //! broker stored and served, pacing and duration stop it as asked, and it
 //! reads dispatch figures from `/metrics`. The store-level cell reports
-//! every message dispatched. File and RocksDB backends.
+//! every message dispatched. File and RocksDB backends. The POP bench
+//! against the broker binary, both forms of POP state.
+
+use std::time::Duration;
 
 use rmq_broker::broker::Broker;
 use rmq_common::config::CqBackend;
 use rmq_tests::metered_settings;
-use rmq_tools::bench::{load, store, LoadSpec};
+use rmq_tools::bench::{load, pop, pop_consumer, store, LoadSpec};
 
 async fn broker(root: &std::path::Path, backend: CqBackend, test: &str) -> Broker {
     Broker::start(metered_settings(root, backend, &format!("bench-{test}")))
@@ -141,3 +144,64 @@ macro_rules! per_backend {
 }
 
 per_backend!(file => CqBackend::File, rocksdb => CqBackend::Rocksdb);
+
+/// `rmq-bench pop` over the broker binary, both forms of POP state: every
+/// message is handed out and acked, each one left unacked comes back once
+/// through the retry topic (never before its invisible time ends), and the
+/// counts add up. `batch_ack` sends BATCH_ACK_MESSAGE instead of one
+/// ACK_MESSAGE per message.
+async fn pop_forms(batch_ack: bool, forms: Vec<pop::PopForm>) {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = pop::PopSpec {
+        messages: 2000,
+        queues: 4,
+        consumers: 2,
+        size: 64,
+        batch: 32,
+        unacked_fraction: 0.05,
+        // Long enough that no ack arrives after its message's invisible
+        // time ends (which would redeliver an acked message).
+        invisible_time: Duration::from_secs(3),
+        poll_time: Duration::from_millis(500),
+        batch_ack,
+        timeout: Duration::from_secs(60),
+        forms: forms.clone(),
+        broker_bin: Some(env!("CARGO_BIN_EXE_rmq-broker-under-test").into()),
+        dir: Some(dir.path().into()),
+    };
+    let r = pop::run(&spec).await.unwrap();
+    let unacked = (0..spec.messages)
+        .filter(|s| pop_consumer::left_unacked(*s, spec.unacked_fraction))
+        .count() as u64;
+    assert!(unacked > 50, "{unacked}");
+    assert_eq!(r.rows.len(), forms.len());
+    for (row, form) in r.rows.iter().zip(&forms) {
+        assert_eq!(row.form, *form);
+        assert_eq!((row.errors, &row.first_error), (0, &None), "{row:?}");
+        assert!(row.complete, "{row:?}");
+        assert_eq!(row.left_unacked, unacked, "{row:?}");
+        assert_eq!(row.redelivered, unacked, "{row:?}");
+        assert_eq!((row.duplicates, row.early), (0, 0), "{row:?}");
+        assert_eq!(row.popped, spec.messages + unacked, "{row:?}");
+        assert_eq!(row.acks, spec.messages, "{row:?}");
+        assert_eq!(row.revive_lag.count, unacked, "{row:?}");
+        assert!(row.pops_per_s > 0.0 && row.acks_per_s > 0.0, "{row:?}");
+        assert!(row.drain_seconds <= row.total_seconds, "{row:?}");
+        // Revive waits for the invisible time, so the run outlasts it.
+        assert!(row.total_seconds >= 3.0, "{row:?}");
+        assert!(row.cpu_us_per_msg.is_some_and(|c| c > 0.0), "{row:?}");
+    }
+    assert_eq!(r.ratios.len(), forms.len() - 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pop_bench_compares_both_forms() {
+    use pop::PopForm::{ReviveTopic, Rocksdb};
+    pop_forms(false, vec![ReviveTopic, Rocksdb]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pop_bench_with_batch_acks() {
+    use pop::PopForm::{ReviveTopic, Rocksdb};
+    pop_forms(true, vec![Rocksdb, ReviveTopic]).await;
+}

@@ -1,8 +1,9 @@
 //! The load tool behind `rmq-bench`: producers and consumers over the real
 //! protocol with the broker's own client, A/B runs per backend with a plot,
-//! and store-level runs without the network.
+//! POP state forms side by side, and store-level runs without the network.
 
 pub mod ab;
+pub mod broker_proc;
 pub mod consumer;
 pub mod ha;
 pub mod latency;
@@ -10,6 +11,9 @@ pub mod live;
 pub mod load;
 pub mod meta;
 pub mod plot;
+pub mod pop;
+pub mod pop_consumer;
+pub mod pop_report;
 pub mod producer;
 pub mod report;
 pub mod reput;

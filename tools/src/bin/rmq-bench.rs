@@ -16,6 +16,9 @@
 //! * `rmq-bench meta --broker ADDR --pid PID`: topic creates one by one and
 //!   in batches, then first heartbeats of many groups, against a running
 //!   broker: creates/s and broker CPU per create at each checkpoint.
+//! * `rmq-bench pop`: POP consumers against a fresh broker child per form
+//!   of POP state (revive topic, RocksDB) in turn: pops/s, acks/s, broker
+//!   CPU per message, redelivery lag, and the ratios.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -24,7 +27,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use rmq_common::config::CqBackend;
 use rmq_common::FlushDiskType;
-use rmq_tools::bench::{ab, ha, live, load, meta, report, reput, routes, store, LoadSpec};
+use rmq_tools::bench::{ab, ha, live, load, meta, pop, report, reput, routes, store, LoadSpec};
 
 #[derive(Debug, Parser)]
 #[command(name = "rmq-bench", version)]
@@ -150,6 +153,15 @@ enum Cmd {
     Meta {
         #[command(flatten)]
         spec: meta::MetaSpec,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// POP consumption with each form of POP state (a broker child
+    /// process per form), side by side with ratios.
+    Pop {
+        #[command(flatten)]
+        spec: pop::PopSpec,
         /// Also write the report as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -299,6 +311,10 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
         }
         Cmd::Meta { spec, json } => {
             let r = meta::run(&spec).await?;
+            report::write_json_to(json.as_deref(), &r)?;
+        }
+        Cmd::Pop { spec, json } => {
+            let r = pop::run(&spec).await?;
             report::write_json_to(json.as_deref(), &r)?;
         }
         _ => anyhow::bail!("not a network command"),

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::{ext_header, put, put_opt};
+use crate::remoting::{ExtFields, HeaderError};
 
 ext_header! {
     /// `PopMessageRequestHeader`.
@@ -149,6 +150,26 @@ impl PopMessageResponseHeader {
         put_opt(&mut m, "msgOffsetInfo", self.msg_offset_info.as_ref());
         put_opt(&mut m, "orderCountInfo", self.order_count_info.as_ref());
         m
+    }
+
+    /// Reads the header as a client does; the four numbers are required,
+    /// a blank info string reads as absent.
+    pub fn from_ext(ext: &ExtFields<'_>) -> Result<Self, HeaderError> {
+        let text = |f: &str| {
+            ext.get_str(f)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        Ok(Self {
+            pop_time: ext.req_i64("popTime")?,
+            invisible_time: ext.req_i64("invisibleTime")?,
+            revive_qid: ext.req_i32("reviveQid")?,
+            rest_num: ext.req_i64("restNum")?,
+            start_offset_info: text("startOffsetInfo"),
+            msg_offset_info: text("msgOffsetInfo"),
+            order_count_info: text("orderCountInfo"),
+        })
     }
 }
 
