@@ -508,6 +508,7 @@ async fn start_metrics(
         transactions: Arc::clone(&ctx.transactions),
         timers: ctx.timers.clone(),
         connections: Arc::clone(&ctx.connections),
+        pop: Arc::clone(&ctx.pop),
     };
     let sampler = Arc::new(crate::sampler::Sampler::new(
         sources,

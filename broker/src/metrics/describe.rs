@@ -174,6 +174,23 @@ const HELP: &[(Kind, &str, &str)] = &[
     ),
     (
         G,
+        n::POP_IN_FLIGHT,
+        "Popped messages neither acked nor revived yet, per POP-state form.",
+    ),
+    (C, n::POP_MESSAGES_TOTAL, "Messages handed out by POP."),
+    (C, n::POP_ACKS_TOTAL, "Popped messages acked."),
+    (
+        C,
+        n::POP_REVIVED_TOTAL,
+        "Unacked popped messages brought back through retry topics.",
+    ),
+    (
+        G,
+        n::POP_REVIVE_DUE_LAG_SECONDS,
+        "How late the oldest due pop is, seconds (0 when none is due).",
+    ),
+    (
+        G,
         n::TRANSACTION_HALF_PENDING,
         "Half messages not yet committed or rolled back.",
     ),
@@ -307,6 +324,26 @@ const HELP: &[(Kind, &str, &str)] = &[
         G,
         r::TIMER_ENQUEUE_LAG,
         "Timer enqueue messages lag (RocketMQ 5.x).",
+    ),
+    (
+        C,
+        r::POP_REVIVE_IN_MESSAGE_TOTAL,
+        "POP checkpoint and ack records written (RocketMQ 5.x).",
+    ),
+    (
+        C,
+        r::POP_REVIVE_RETRY_MESSAGES_TOTAL,
+        "POP messages revived into retry topics (RocketMQ 5.x).",
+    ),
+    (
+        G,
+        r::POP_REVIVE_LAG,
+        "Revive-topic records not yet settled (RocketMQ 5.x).",
+    ),
+    (
+        G,
+        r::POP_REVIVE_LATENCY,
+        "Age of the oldest unsettled revive record, milliseconds (RocketMQ 5.x).",
     ),
     (
         G,

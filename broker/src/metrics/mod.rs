@@ -90,6 +90,16 @@ pub mod names {
     pub const TIMER_RECALLED_TOTAL: &str = "rmq_timer_recalled_total";
     /// Bytes the timer store holds on disk.
     pub const TIMER_DISK_BYTES: &str = "rmq_timer_disk_bytes";
+    /// Popped messages neither acked nor revived yet, per POP-state form.
+    pub const POP_IN_FLIGHT: &str = "rmq_pop_in_flight";
+    /// Messages handed out by POP_MESSAGE.
+    pub const POP_MESSAGES_TOTAL: &str = "rmq_pop_messages_total";
+    /// Offsets acked (ACK_MESSAGE, BATCH_ACK_MESSAGE).
+    pub const POP_ACKS_TOTAL: &str = "rmq_pop_acks_total";
+    /// Messages brought back through retry topics.
+    pub const POP_REVIVED_TOTAL: &str = "rmq_pop_revived_total";
+    /// How late the oldest due pop is, seconds.
+    pub const POP_REVIVE_DUE_LAG_SECONDS: &str = "rmq_pop_revive_due_lag_seconds";
     /// Half messages not resolved.
     pub const TRANSACTION_HALF_PENDING: &str = "rmq_transaction_half_pending";
     /// Check-backs sent.
@@ -172,6 +182,14 @@ pub mod rocketmq_names {
     /// How late timer delivery is, ms (5.x `rocketmq_timer_dequeue_latency`,
     /// unit milliseconds).
     pub const TIMER_DEQUEUE_LATENCY_MS: &str = "rocketmq_timer_dequeue_latency_milliseconds";
+    /// Records written to POP state, by `revive_message_type` (CK, ACK).
+    pub const POP_REVIVE_IN_MESSAGE_TOTAL: &str = "rocketmq_pop_revive_in_message_total";
+    /// Messages revived into retry topics, by `put_status`.
+    pub const POP_REVIVE_RETRY_MESSAGES_TOTAL: &str = "rocketmq_pop_revive_retry_messages_total";
+    /// Revive-topic records not yet settled, per `queue_id`.
+    pub const POP_REVIVE_LAG: &str = "rocketmq_pop_revive_lag";
+    /// Age of the oldest unsettled revive-topic record, ms, per `queue_id`.
+    pub const POP_REVIVE_LATENCY: &str = "rocketmq_pop_revive_latency";
 }
 
 /// Latency buckets, seconds: 10 µs to 10 s.

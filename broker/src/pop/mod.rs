@@ -52,6 +52,10 @@ pub struct PopMetrics {
     pub revived: AtomicU64,
     /// How late the oldest due pop is, ms.
     pub revive_lag_ms: AtomicI64,
+    /// Checkpoint records written (a pop, a change of invisible time).
+    pub ck_written: AtomicU64,
+    /// Ack records written (acks, and revives recorded as acks).
+    pub ack_written: AtomicU64,
 }
 
 /// What the POP processors share.

@@ -73,6 +73,9 @@ impl Reviver {
                     self.metrics
                         .revived
                         .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                    self.metrics
+                        .ack_written
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
                 Err(e) => {
                     tracing::warn!(group = %d.ck.cid, topic = %d.ck.topic, queue = d.ck.queue_id, error = %e, "POP revive failed; tried again next pass");

@@ -138,6 +138,7 @@ fn ack_offsets(
     rt.metrics
         .acked
         .fetch_add(offsets.len() as u64, Ordering::Relaxed);
+    rt.metrics.ack_written.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }
 
@@ -252,6 +253,7 @@ pub(crate) async fn change_invisible(
                     revive_qid: extra.revive_qid,
                 })
                 .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+            rt.metrics.ck_written.fetch_add(1, Ordering::Relaxed);
             ack_offsets(
                 &p,
                 &h.topic,

@@ -431,6 +431,9 @@ fn read_queue(
                 revive_qid: out.revive_qid,
             })
             .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+        rt.metrics
+            .ck_written
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         p.offsets
             .commit(group, topic, queue_id, r.next_begin_offset);
     }

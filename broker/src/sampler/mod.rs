@@ -2,6 +2,7 @@
 //! sampler task and once more right before each scrape.
 
 mod lanes;
+mod pop;
 mod rocketmq;
 
 use std::collections::HashMap;
@@ -53,6 +54,8 @@ pub struct Sources {
     pub timers: Option<Arc<crate::service::timer::Timers>>,
     /// Client connections open now.
     pub connections: Arc<std::sync::atomic::AtomicI64>,
+    /// POP consumption.
+    pub pop: Arc<crate::pop::PopRuntime>,
 }
 
 /// Sets one broker's gauges.
@@ -258,6 +261,7 @@ impl Sampler {
             metrics::gauge!(names::SCHEDULE_PENDING, labels).set(s.pending(level) as f64);
         }
         self.timers();
+        self.pop();
         let tx = &self.ctx.transactions;
         self.gauge(names::TRANSACTION_HALF_PENDING, tx.pending_halves() as f64);
         metrics::counter!(names::TRANSACTION_CHECKS_TOTAL, self.labels.clone())

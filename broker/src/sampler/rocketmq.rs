@@ -56,7 +56,7 @@ fn flag(b: bool) -> String {
 
 impl Sampler {
     /// `broker` plus RocketMQ's common labels, then `extra`.
-    fn rocketmq_labels(&self, extra: &[(&'static str, String)]) -> Vec<Label> {
+    pub(super) fn rocketmq_labels(&self, extra: &[(&'static str, String)]) -> Vec<Label> {
         let broker = &self.ctx.settings.broker;
         let mut l = vec![
             self.broker_label(),
