@@ -6,7 +6,8 @@
 //! time (CHANGE_MESSAGE_INVISIBLETIME) brings it back sooner; a FIFO group
 //! (consumeMessageOrderly, which the proxy reads with
 //! GET_SUBSCRIPTIONGROUP_CONFIG) on a FIFO topic gets each message group in
-//! send order, and nothing of a group while an earlier one is unacked.
+//! send order, and nothing of a group while an earlier one is unacked; a
+//! PushConsumer gets every message once.
 //! On both consume-queue backends. The Java side checks attempts and
 //! timing; these tests check the content.
 
@@ -209,6 +210,38 @@ async fn fifo(broker: &Broker, home: &Path, endpoint: &str) {
     }
 }
 
+/// The PushConsumer gets every message once.
+async fn push(broker: &Broker, home: &Path, endpoint: &str) {
+    let (topic, group) = ("GrpcPushTopic", "GrpcPushGroup");
+    create_topic(broker, topic, 4, "NORMAL").await;
+    create_group(broker, group, false).await;
+    let sent = send(home, endpoint, topic, "TagA", "async", 10, 0).await;
+    let run = scenario(
+        home,
+        &[
+            "--scenario",
+            "push",
+            "--endpoint",
+            endpoint,
+            "--topic",
+            topic,
+            "--group",
+            group,
+            "--count",
+            "10",
+        ],
+    )
+    .await;
+    let got = received_in_order(&run);
+    let distinct: BTreeSet<Line> = got.iter().cloned().collect();
+    assert_eq!(
+        (got.len(), &distinct),
+        (10, &sent),
+        "{}",
+        run.report("push")
+    );
+}
+
 async fn pop_through_proxy(backend: CqBackend) {
     java::require_java_and_jars(Client::Grpc);
     let dir = tempfile::tempdir().unwrap();
@@ -227,6 +260,7 @@ async fn pop_through_proxy(backend: CqBackend) {
     simple(&broker, &home, &endpoint).await;
     redeliver(&broker, &home, &endpoint).await;
     fifo(&broker, &home, &endpoint).await;
+    push(&broker, &home, &endpoint).await;
     drop(proxy);
     broker.shutdown().await;
 }
