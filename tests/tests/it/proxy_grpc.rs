@@ -21,20 +21,20 @@ use rmq_tests::grpc_proxy::ApacheProxy;
 use rmq_tests::java::{self, Client, JavaRun};
 
 /// The JVM's own deadline for one scenario (`--timeout-ms`).
-const SCENARIO_DEADLINE: Duration = Duration::from_secs(60);
+pub(crate) const SCENARIO_DEADLINE: Duration = Duration::from_secs(60);
 /// Backstop: a run still alive this long is killed.
-const RUN_TIMEOUT: Duration = Duration::from_secs(90);
+pub(crate) const RUN_TIMEOUT: Duration = Duration::from_secs(90);
 /// Longest one request to the broker may take.
-const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// The heartbeat-sync topic the proxy creates at start (`ProxyConfig`'s
 /// `heartbeatSyncerTopicName`).
 const HEARTBEAT_TOPIC: &str = "DefaultHeartBeatSyncerTopic";
 
 /// One line `SENT|RECV <tab> id <tab> tag <tab> keys <tab> body` of the
 /// suite.
-type Line = (String, String, String, String);
+pub(crate) type Line = (String, String, String, String);
 
-fn lines(run: &JavaRun, kind: &str) -> BTreeSet<Line> {
+pub(crate) fn lines(run: &JavaRun, kind: &str) -> BTreeSet<Line> {
     run.stdout
         .lines()
         .filter_map(|l| l.strip_prefix(kind).and_then(|r| r.strip_prefix('\t')))
@@ -46,7 +46,7 @@ fn lines(run: &JavaRun, kind: &str) -> BTreeSet<Line> {
         .collect()
 }
 
-async fn scenario(home: &Path, args: &[&str]) -> JavaRun {
+pub(crate) async fn scenario(home: &Path, args: &[&str]) -> JavaRun {
     let mut all: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
     all.push("--timeout-ms".into());
     all.push(SCENARIO_DEADLINE.as_millis().to_string());
@@ -59,9 +59,10 @@ async fn scenario(home: &Path, args: &[&str]) -> JavaRun {
     run
 }
 
-/// Creates `topic` on the broker (UPDATE_AND_CREATE_TOPIC, which answers
-/// once the NameServer has the route).
-async fn create_topic(broker: &Broker, topic: &str, queues: i32) {
+/// Creates `topic` of `message_type` (NORMAL, FIFO...) on the broker
+/// (UPDATE_AND_CREATE_TOPIC, which answers once the NameServer has the
+/// route).
+pub(crate) async fn create_topic(broker: &Broker, topic: &str, queues: i32, message_type: &str) {
     let client = sdk::connect(broker.addr()).await.unwrap();
     let req = sdk::request(
         RequestCode::UpdateAndCreateTopic,
@@ -70,6 +71,7 @@ async fn create_topic(broker: &Broker, topic: &str, queues: i32) {
             ("readQueueNums", queues.to_string()),
             ("writeQueueNums", queues.to_string()),
             ("perm", "6".to_owned()),
+            ("attributes", format!("+message.type={message_type}")),
         ],
     );
     let resp = client.invoke(req, CALL_TIMEOUT).await.unwrap();
@@ -99,7 +101,7 @@ async fn grpc_sends_through_apache_proxy_reach_a_4x_consumer() {
     // Made before any gRPC client asks for its route: the proxy caches
     // a missing route for a while.
     let topic = "GrpcSendTopic";
-    create_topic(&broker, topic, 4).await;
+    create_topic(&broker, topic, 4, "NORMAL").await;
     let home = dir.path().join("java");
     std::fs::create_dir_all(&home).unwrap();
     let endpoint = proxy.grpc_endpoint();

@@ -10,6 +10,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.message.Message;
+import org.apache.rocketmq.client.apis.message.MessageBuilder;
 import org.apache.rocketmq.client.apis.producer.Producer;
 import org.apache.rocketmq.client.apis.producer.SendReceipt;
 
@@ -17,7 +18,9 @@ import org.apache.rocketmq.client.apis.producer.SendReceipt;
  * Sends {@code --count} messages with the gRPC producer through the proxy at
  * {@code --endpoint}: {@code --mode sync} one after the other, {@code async}
  * all at once and then waits for every receipt. Message i has tag {@code
- * --tag}, keys {@code <mode>-key-i} and body {@code <mode>-body-i}.
+ * --tag}, keys {@code <mode>-key-i} and body {@code <mode>-body-i}; with
+ * {@code --message-groups K} (FIFO topics) it is in message group {@code
+ * group-(i mod K)}.
  */
 final class GrpcSend {
     private GrpcSend() {}
@@ -31,6 +34,7 @@ final class GrpcSend {
         int count = Integer.parseInt(args.getOrDefault("count", "1"));
         String tag = args.getOrDefault("tag", "TagA");
         String mode = args.getOrDefault("mode", "sync");
+        int groups = Integer.parseInt(args.getOrDefault("message-groups", "0"));
         if (!mode.equals("sync") && !mode.equals("async")) {
             throw new GrpcSuite.CheckFailed("--mode is sync or async, not " + mode);
         }
@@ -46,12 +50,15 @@ final class GrpcSend {
             .build()) {
             List<Message> messages = new ArrayList<>();
             for (int i = 0; i < count; i++) {
-                messages.add(provider.newMessageBuilder()
+                MessageBuilder builder = provider.newMessageBuilder()
                     .setTopic(topic)
                     .setTag(tag)
                     .setKeys(mode + "-key-" + i)
-                    .setBody((mode + "-body-" + i).getBytes(StandardCharsets.UTF_8))
-                    .build());
+                    .setBody((mode + "-body-" + i).getBytes(StandardCharsets.UTF_8));
+                if (groups > 0) {
+                    builder.setMessageGroup("group-" + (i % groups));
+                }
+                messages.add(builder.build());
             }
             List<SendReceipt> receipts = new ArrayList<>();
             if (mode.equals("sync")) {

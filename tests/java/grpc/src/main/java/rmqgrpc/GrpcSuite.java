@@ -12,6 +12,8 @@ import java.util.Map;
  *     --scenario send --endpoint 127.0.0.1:8081 --topic T --count 5 --tag TagA --mode sync
  * java ... rmqgrpc.GrpcSuite --scenario consume4 --namesrv 127.0.0.1:9876 \
  *     --topic T --group G --count 10 [--timeout-ms 60000]
+ * java ... rmqgrpc.GrpcSuite --scenario simple|redeliver|fifo|push --endpoint 127.0.0.1:8081 \
+ *     --topic T --group G [--filter TagA] [--count 10]
  * </pre>
  *
  * Each message sent or received is one line {@code SENT|RECV <tab> msgId
@@ -33,6 +35,10 @@ public final class GrpcSuite {
     static {
         SCENARIOS.put("send", GrpcSend::run);
         SCENARIOS.put("consume4", RemotingConsume::run);
+        SCENARIOS.put("simple", GrpcSimple::run);
+        SCENARIOS.put("redeliver", GrpcRedeliver::run);
+        SCENARIOS.put("fifo", GrpcFifo::run);
+        SCENARIOS.put("push", GrpcPush::run);
     }
 
     public static void main(String[] argv) {
@@ -90,7 +96,7 @@ public final class GrpcSuite {
     }
 
     static void usage(String why) {
-        System.err.println("usage: --scenario send|consume4 ...; " + why);
+        System.err.println("usage: --scenario send|consume4|simple|redeliver|fifo|push ...; " + why);
         System.exit(64);
     }
 
