@@ -317,7 +317,7 @@ impl Broker {
         start_ha_master(&ctx, addr, &cancel, &tracker).await?;
         let registrar = start_registrar(&ctx, namesrv_addrs, &cancel, &tracker).await?;
         if let Some(r) = &registrar {
-            let _ = ctx.registrar.set(r.clone());
+            let _ = ctx.registrar.set(r.downgrade());
         }
         if slave {
             start_ha_slave(&ctx, registrar.as_ref(), &cancel, &tracker);

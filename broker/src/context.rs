@@ -50,7 +50,7 @@ pub struct BrokerContext {
     pub topics_changed: Arc<Notify>,
     /// The NameServer registrar, once it runs (none without a NameServer):
     /// an admin's topic change waits for the NameServers to have it.
-    pub registrar: Arc<std::sync::OnceLock<rmq_namesrv::BrokerRegistrar>>,
+    pub registrar: Arc<std::sync::OnceLock<rmq_namesrv::WeakRegistrar>>,
     /// Subscription groups.
     pub groups: Arc<SubscriptionGroupManager>,
     /// Put/get rates and day totals (GET_BROKER_RUNTIME_INFO).

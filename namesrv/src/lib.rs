@@ -21,7 +21,7 @@ pub use config::{NamesrvOptions, BROKER_EXPIRY_MS};
 pub use processor::NameServerHandler;
 pub use register::{
     BodyForm, BodyStats, BrokerRegistrar, Increment, IncrementProvider, MasterInfo,
-    NameServerError, RegisterError, RegistrationProvider, AUTO_COMPRESS_BYTES,
+    NameServerError, RegisterError, RegistrationProvider, WeakRegistrar, AUTO_COMPRESS_BYTES,
     DEFAULT_REGISTER_PERIOD,
 };
 pub use route::{BrokerIdentity, RouteInfoManager};

@@ -234,7 +234,29 @@ impl std::fmt::Debug for BrokerRegistrar {
     }
 }
 
+/// A handle on a [`BrokerRegistrar`] that does not keep it alive: what the
+/// broker's shared state holds, since the registrar's own closures hold
+/// that state (a strong handle there would be a cycle, and nothing the
+/// registrar reaches would ever be dropped).
+#[derive(Debug, Clone)]
+pub struct WeakRegistrar(std::sync::Weak<Inner>);
+
+impl WeakRegistrar {
+    /// [`BrokerRegistrar::sync`]; false once the registrar is gone.
+    pub async fn sync(&self, timeout: Duration) -> bool {
+        match self.0.upgrade() {
+            Some(inner) => BrokerRegistrar { inner }.sync(timeout).await,
+            None => false,
+        }
+    }
+}
+
 impl BrokerRegistrar {
+    /// A handle that does not keep the registrar alive.
+    pub fn downgrade(&self) -> WeakRegistrar {
+        WeakRegistrar(Arc::downgrade(&self.inner))
+    }
+
     /// Starts the registration task on `tracker`: it registers with every
     /// address in `namesrv_addrs` at once, then again `period` after each
     /// pass (see [`DEFAULT_REGISTER_PERIOD`]) and at once on each

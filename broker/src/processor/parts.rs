@@ -113,7 +113,7 @@ pub(crate) struct Admin {
     pub topics: Arc<TopicConfigManager>,
     pub topics_changed: Arc<Notify>,
     /// Set once the registrar runs: see [`Admin::topics_registered`].
-    pub registrar: Arc<std::sync::OnceLock<rmq_namesrv::BrokerRegistrar>>,
+    pub registrar: Arc<std::sync::OnceLock<rmq_namesrv::WeakRegistrar>>,
     pub offsets: Arc<ConsumerOffsetManager>,
     pub items: Arc<StatsItems>,
     pub stats: Arc<BrokerStats>,
