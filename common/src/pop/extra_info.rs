@@ -172,64 +172,6 @@ impl OffsetInfo {
     }
 }
 
-/// A POP_MESSAGE answer's offset-info strings read back, as a client
-/// builds each message's extraInfo from them (RocketMQ's
-/// `MQClientAPIImpl.processPopResponse`): entries keyed by retry flag and
-/// queue.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AnswerOffsets {
-    start: std::collections::HashMap<(i32, i32), i64>,
-}
-
-impl AnswerOffsets {
-    /// Reads `startOffsetInfo` (`flag queueId startOffset;...`).
-    pub fn parse(start_offset_info: &str) -> Result<Self, ExtraInfoError> {
-        let mut start = std::collections::HashMap::new();
-        for entry in start_offset_info
-            .split(';')
-            .filter(|e| !e.trim().is_empty())
-        {
-            let f: Vec<&str> = entry.split(' ').collect();
-            let num = |i: usize| -> Result<i64, ExtraInfoError> {
-                f.get(i)
-                    .and_then(|v| v.trim().parse::<i64>().ok())
-                    .ok_or_else(|| ExtraInfoError::NotNumber {
-                        info: start_offset_info.to_owned(),
-                        index: i,
-                        name: "startOffsetInfo entry",
-                        value: entry.to_owned(),
-                    })
-            };
-            let (flag, queue, offset) = (num(0)?, num(1)?, num(2)?);
-            start.insert((flag as i32, queue as i32), offset);
-        }
-        Ok(Self { start })
-    }
-
-    /// The extraInfo of the message at `offset` of `queue_id`, read from a
-    /// topic of `retry` kind, in an answer stamped with `pop_time`,
-    /// `invisible_time` and `revive_qid` by `broker_name`.
-    pub fn extra_info(
-        &self,
-        retry: RetryFlag,
-        queue_id: i32,
-        offset: i64,
-        stamp: (i64, i64, i32),
-        broker_name: &str,
-    ) -> Option<String> {
-        let ck = *self.start.get(&(retry.digit(), queue_id))?;
-        let e = ExtraInfo {
-            ck_offset: ck,
-            pop_time: stamp.0,
-            invisible_time: stamp.1,
-            revive_qid: stamp.2,
-            retry,
-            broker_name: broker_name.to_owned(),
-        };
-        Some(e.with_queue(queue_id, offset))
-    }
-}
-
 fn sep(s: &mut String) {
     if !s.is_empty() {
         s.push(';');
@@ -266,16 +208,6 @@ mod tests {
         i.add(RetryFlag::Normal, 1, 5, &[5, 8]);
         assert_eq!(i.start_offset_info(), "1 0 0;0 1 5");
         assert_eq!(i.msg_offset_info(), "1 0 0;0 1 5,8");
-        let back = AnswerOffsets::parse(i.start_offset_info()).unwrap();
-        assert_eq!(
-            back.extra_info(RetryFlag::Normal, 1, 8, (1000, 60000, 3), "b")
-                .as_deref(),
-            Some("5 1000 60000 3 0 b 1 8")
-        );
-        assert_eq!(
-            back.extra_info(RetryFlag::RetryV2, 1, 8, (1, 1, 1), "b"),
-            None
-        );
         i.add_order_counts(RetryFlag::Normal, 1, &[(5, 2), (8, 1)]);
         assert_eq!(i.order_count_info(), "0 qo1%5 2;0 qo1%8 1;0 1 1");
     }

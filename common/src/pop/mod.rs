@@ -11,7 +11,7 @@ pub mod names;
 pub mod records;
 pub mod state;
 
-pub use extra_info::{AnswerOffsets, ExtraInfo, ExtraInfoError, OffsetInfo};
+pub use extra_info::{ExtraInfo, ExtraInfoError, OffsetInfo};
 pub use names::{retry_flag, RetryFlag};
 pub use records::{AckMsg, BatchAck, BatchAckBody, PopCheckPoint};
 pub use state::{Acked, Due, PopOffset, PopStateError, PopStateStore, Popped};

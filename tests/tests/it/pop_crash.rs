@@ -11,9 +11,6 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use rmq_client::{self as sdk, OutMessage, SendCode};
 use rmq_common::constants::property;
-use rmq_common::message::record::RecordView;
-use rmq_common::pop::{retry_flag, AnswerOffsets, RetryFlag};
-use rmq_common::remoting::{RequestCode, ResponseCode};
 use rmq_tests::fixtures::TestNameServer;
 
 use crate::broker_process::{hermetic, BrokerProcess};
@@ -53,121 +50,49 @@ impl Log {
     }
 }
 
-/// One popped message: its key and what an ack needs.
+/// One popped message: its key and where its ack goes.
 struct Popped {
     key: String,
-    topic: String,
-    queue_id: i32,
-    offset: i64,
-    extra: String,
+    target: sdk::pop::AckTarget,
 }
 
 async fn pop(c: &sdk::RemotingClient, max: i32) -> Result<Vec<Popped>, String> {
-    let now = rmq_common::time::now_ms();
-    let req = sdk::request(
-        RequestCode::PopMessage,
-        &[
-            ("consumerGroup", GROUP.into()),
-            ("topic", TOPIC.into()),
-            ("queueId", "-1".into()),
-            ("maxMsgNums", max.to_string()),
-            ("invisibleTime", INVISIBLE_MS.to_string()),
-            ("pollTime", "300".into()),
-            ("bornTime", now.to_string()),
-            ("initMode", "0".into()),
-        ],
-    );
-    let resp = c
-        .invoke(req, Duration::from_secs(5))
-        .await
-        .map_err(|e| e.to_string())?;
-    if resp.code != i32::from(ResponseCode::Success) {
-        return Ok(Vec::new());
-    }
-    let get = |k: &str| resp.ext_fields.get(k).cloned().unwrap_or_default();
-    let num = |k: &str| get(k).parse::<i64>().unwrap_or(0);
-    let offsets = AnswerOffsets::parse(&get("startOffsetInfo")).map_err(|e| e.to_string())?;
-    let stamp = (
-        num("popTime"),
-        num("invisibleTime"),
-        num("reviveQid") as i32,
-    );
-    let body = resp.body.clone().unwrap_or_default();
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at < body.len() {
-        let view = RecordView::parse(&body[at..], false).map_err(|e| e.to_string())?;
-        at += view.total_size();
-        let key = view
-            .property(property::KEYS)
-            .unwrap_or_default()
-            .into_owned();
-        let (topic, extra) = match view.property("POP_CK") {
-            // A retried message under its original topic: its extraInfo
-            // names the retry topic it was read from.
-            Some(ck) => {
-                let e = rmq_common::pop::ExtraInfo::parse(&ck).map_err(|e| e.to_string())?;
-                (e.retry.topic(TOPIC, GROUP), ck.into_owned())
-            }
-            None => {
-                let topic = view.topic().to_owned();
-                let extra = offsets
-                    .extra_info(
-                        retry_flag(&topic),
-                        view.queue_id(),
-                        view.queue_offset(),
-                        stamp,
-                        "broker-a",
-                    )
-                    .ok_or("no startOffsetInfo entry for a message")?;
-                (topic, extra)
-            }
-        };
-        out.push(Popped {
-            key,
-            topic,
-            queue_id: view.queue_id(),
-            offset: view.queue_offset(),
-            extra,
-        });
-    }
-    Ok(out)
+    let req = sdk::pop::PopRequest {
+        group: GROUP.into(),
+        topic: TOPIC.into(),
+        queue_id: -1,
+        max_msgs: max,
+        invisible_time_ms: INVISIBLE_MS,
+        poll_time_ms: 300,
+        init_mode: 0,
+        exp_type: None,
+        exp: None,
+        order: false,
+        broker_name: "broker-a".into(),
+    };
+    let r = sdk::pop::pop(c, &req).await.map_err(|e| e.to_string())?;
+    r.messages
+        .into_iter()
+        .map(|m| {
+            let key = m
+                .message
+                .properties
+                .get(property::KEYS)
+                .unwrap_or_default()
+                .to_owned();
+            let target =
+                sdk::pop::AckTarget::of(&m.extra_info, TOPIC, GROUP).map_err(|e| e.to_string())?;
+            Ok(Popped { key, target })
+        })
+        .collect()
 }
 
 async fn ack(c: &sdk::RemotingClient, m: &Popped) -> Result<bool, String> {
-    let fields = rmq_common::pop::ExtraInfo::parse(&m.extra).map_err(|e| e.to_string())?;
-    let queue_id = m
-        .extra
-        .split(' ')
-        .nth(6)
-        .and_then(|q| q.parse().ok())
-        .unwrap_or(m.queue_id);
-    let offset = m
-        .extra
-        .split(' ')
-        .nth(7)
-        .and_then(|q| q.parse().ok())
-        .unwrap_or(m.offset);
-    let topic = if fields.retry == RetryFlag::Normal {
-        m.topic.clone()
-    } else {
-        fields.retry.topic(TOPIC, GROUP)
-    };
-    let req = sdk::request(
-        RequestCode::AckMessage,
-        &[
-            ("consumerGroup", GROUP.into()),
-            ("topic", topic),
-            ("queueId", queue_id.to_string()),
-            ("extraInfo", m.extra.clone()),
-            ("offset", offset.to_string()),
-        ],
-    );
-    let resp = c
-        .invoke(req, Duration::from_secs(5))
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(resp.code == i32::from(ResponseCode::Success))
+    match sdk::pop::ack(c, GROUP, &m.target).await {
+        Ok(()) => Ok(true),
+        Err(sdk::SdkError::Refused { .. }) => Ok(false),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Pops and acks until `until`; every third message is left unacked (it
