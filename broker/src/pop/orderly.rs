@@ -191,28 +191,41 @@ impl OrderTable {
         pop_time: i64,
         offset: i64,
     ) -> OrderAck {
+        let acked = self.with_last_pop(topic, group, queue_id, pop_time, |info| {
+            let all = info.absolute();
+            let i = all.iter().position(|o| *o == offset)?;
+            info.commit_mask |= 1 << i;
+            Some(
+                (0..all.len())
+                    .find(|i| info.commit_mask & (1 << i) == 0)
+                    .map_or_else(|| all.last().map_or(offset + 1, |l| l + 1), |i| all[i]),
+            )
+        });
+        match acked {
+            None => OrderAck::Ignored,
+            Some(None) => OrderAck::NotPopped,
+            Some(Some(next)) => {
+                self.generations.mark();
+                OrderAck::Commit(next)
+            }
+        }
+    }
+
+    /// Runs `f` on the queue's last pop if it was popped at `pop_time`.
+    fn with_last_pop<R>(
+        &self,
+        topic: &str,
+        group: &str,
+        queue_id: i32,
+        pop_time: i64,
+        f: impl FnOnce(&mut OrderInfo) -> R,
+    ) -> Option<R> {
         let mut s = self.state.lock();
-        let Some(info) = s
-            .table
+        s.table
             .get_mut(&key(topic, group))
             .and_then(|q| q.get_mut(&queue_id))
-        else {
-            return OrderAck::Ignored;
-        };
-        if info.pop_time != pop_time {
-            return OrderAck::Ignored;
-        }
-        let all = info.absolute();
-        let Some(i) = all.iter().position(|o| *o == offset) else {
-            return OrderAck::NotPopped;
-        };
-        info.commit_mask |= 1 << i;
-        let next = (0..all.len())
-            .find(|i| info.commit_mask & (1 << i) == 0)
-            .map_or_else(|| all.last().map_or(offset + 1, |l| l + 1), |i| all[i]);
-        drop(s);
-        self.generations.mark();
-        OrderAck::Commit(next)
+            .filter(|info| info.pop_time == pop_time)
+            .map(f)
     }
 
     /// Hides `offset` again until `until`, if the pop is the queue's last.
@@ -225,21 +238,15 @@ impl OrderTable {
         offset: i64,
         until: i64,
     ) -> bool {
-        let mut s = self.state.lock();
-        let Some(info) = s
-            .table
-            .get_mut(&key(topic, group))
-            .and_then(|q| q.get_mut(&queue_id))
-        else {
-            return false;
-        };
-        if info.pop_time != pop_time {
-            return false;
+        let changed = self
+            .with_last_pop(topic, group, queue_id, pop_time, |info| {
+                info.next_visible.insert(offset, until);
+            })
+            .is_some();
+        if changed {
+            self.generations.mark();
         }
-        info.next_visible.insert(offset, until);
-        drop(s);
-        self.generations.mark();
-        true
+        changed
     }
 
     /// Forgets a queue's pops (an admin offset reset).

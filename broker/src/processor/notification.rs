@@ -5,42 +5,14 @@ use std::sync::Arc;
 
 use rmq_common::remoting::{
     NotificationRequestHeader, NotificationResponseHeader, PollingInfoRequestHeader,
-    PollingInfoResponseHeader, ResponseCode,
+    PollingInfoResponseHeader,
 };
 use tokio_util::sync::CancellationToken;
 
 use super::parts::PopPath;
-use super::pop::{available, readable_topic, watched};
-use super::{blocking, success, Handled, Refusal};
+use super::pop::{available, peek_checks as checked, watched};
+use super::{blocking, success, Handled};
 use crate::pop::{polling, remaining_poll};
-
-fn checked(path: &PopPath, topic: &str, queue_id: i32, group: &str) -> Result<i32, Refusal> {
-    if !path.runtime.readable() {
-        return Err(Refusal::new(
-            ResponseCode::NoPermission,
-            format!(
-                "the broker[{}] peeking message is forbidden",
-                path.store_host
-            ),
-        ));
-    }
-    let read_queues = readable_topic(path, topic)?;
-    if queue_id >= read_queues {
-        return Err(Refusal::new(
-            ResponseCode::InvalidParameter,
-            format!(
-                "queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{read_queues}] consumer:[{group}]"
-            ),
-        ));
-    }
-    if path.groups.get(group).is_none() && !path.settings.broker.auto_create_subscription_group {
-        return Err(Refusal::new(
-            ResponseCode::SubscriptionGroupNotExist,
-            format!("subscription group [{group}] does not exist"),
-        ));
-    }
-    Ok(read_queues)
-}
 
 /// NOTIFICATION.
 pub(crate) async fn notification(

@@ -87,16 +87,7 @@ pub(crate) async fn pop(
             ),
         ));
     }
-    let read_queues = readable_topic(path, &h.topic)?;
-    if h.queue_id >= read_queues {
-        return Err(Refusal::new(
-            ResponseCode::InvalidParameter,
-            format!(
-                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{read_queues}] consumer:[{}]",
-                h.queue_id, h.topic, h.consumer_group
-            ),
-        ));
-    }
+    let read_queues = read_queues(path, &h.topic, h.queue_id, &h.consumer_group)?;
     super::pull::group_may_consume(
         &path.groups,
         &path.clients,
@@ -165,7 +156,7 @@ pub(crate) async fn pop(
 }
 
 /// The topic's read queue count; refuses an unknown or unreadable topic.
-pub(crate) fn readable_topic(path: &PopPath, topic: &str) -> Result<i32, Refusal> {
+fn readable_topic(path: &PopPath, topic: &str) -> Result<i32, Refusal> {
     let config = path.topics.get(topic).ok_or_else(|| {
         Refusal::new(
             ResponseCode::TopicNotExist,
@@ -530,8 +521,30 @@ fn empty_answer(
     resp
 }
 
-/// PEEK_MESSAGE: what a pop would read, without popping.
-pub(crate) async fn peek(path: &Arc<PopPath>, h: PeekMessageRequestHeader) -> Handled {
+/// The topic's read queue count; refuses an unknown or unreadable topic,
+/// and a queue id past its read queues (negative: every queue).
+fn read_queues(path: &PopPath, topic: &str, queue_id: i32, group: &str) -> Result<i32, Refusal> {
+    let read_queues = readable_topic(path, topic)?;
+    if queue_id >= read_queues {
+        return Err(Refusal::new(
+            ResponseCode::InvalidParameter,
+            format!(
+                "queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{read_queues}] consumer:[{group}]"
+            ),
+        ));
+    }
+    Ok(read_queues)
+}
+
+/// The checks of PEEK_MESSAGE, NOTIFICATION and POLLING_INFO: the broker
+/// readable, the topic and queue, and the group (unless groups are made
+/// on first use). Returns the topic's read queue count.
+pub(crate) fn peek_checks(
+    path: &PopPath,
+    topic: &str,
+    queue_id: i32,
+    group: &str,
+) -> Result<i32, Refusal> {
     if !path.runtime.readable() {
         return Err(Refusal::new(
             ResponseCode::NoPermission,
@@ -541,24 +554,19 @@ pub(crate) async fn peek(path: &Arc<PopPath>, h: PeekMessageRequestHeader) -> Ha
             ),
         ));
     }
-    let read_queues = readable_topic(path, &h.topic)?;
-    if h.queue_id >= read_queues {
-        return Err(Refusal::new(
-            ResponseCode::InvalidParameter,
-            format!(
-                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{read_queues}] consumer:[{}]",
-                h.queue_id, h.topic, h.consumer_group
-            ),
-        ));
-    }
-    if path.groups.get(&h.consumer_group).is_none()
-        && !path.settings.broker.auto_create_subscription_group
-    {
+    let read_queues = read_queues(path, topic, queue_id, group)?;
+    if path.groups.get(group).is_none() && !path.settings.broker.auto_create_subscription_group {
         return Err(Refusal::new(
             ResponseCode::SubscriptionGroupNotExist,
-            format!("subscription group [{}] does not exist", h.consumer_group),
+            format!("subscription group [{group}] does not exist"),
         ));
     }
+    Ok(read_queues)
+}
+
+/// PEEK_MESSAGE: what a pop would read, without popping.
+pub(crate) async fn peek(path: &Arc<PopPath>, h: PeekMessageRequestHeader) -> Handled {
+    let read_queues = peek_checks(path, &h.topic, h.queue_id, &h.consumer_group)?;
     let p = Arc::clone(path);
     blocking(move || peek_once(&p, &h, read_queues)).await?
 }
