@@ -224,7 +224,16 @@ final class PopScenario {
         h.setExtraInfo(extra);
         h.setOffset(ExtraInfoUtil.getQueueOffset(parts));
         CompletableFuture<AckResult> f = new CompletableFuture<>();
-        api.ackMessageAsync(env.brokerAddr, RPC_MS, new AckCallback() {
+        api.ackMessageAsync(env.brokerAddr, RPC_MS, completing(f), h);
+        AckResult r = f.get(RPC_MS + 5_000, TimeUnit.MILLISECONDS);
+        if (r.getStatus() != AckStatus.OK) {
+            throw env.fail("ack " + m.getKeys(), String.valueOf(r));
+        }
+    }
+
+    /** An ack callback that completes {@code f}. */
+    static AckCallback completing(CompletableFuture<AckResult> f) {
+        return new AckCallback() {
             @Override
             public void onSuccess(AckResult r) {
                 f.complete(r);
@@ -234,11 +243,7 @@ final class PopScenario {
             public void onException(Throwable e) {
                 f.completeExceptionally(e);
             }
-        }, h);
-        AckResult r = f.get(RPC_MS + 5_000, TimeUnit.MILLISECONDS);
-        if (r.getStatus() != AckStatus.OK) {
-            throw env.fail("ack " + m.getKeys(), String.valueOf(r));
-        }
+        };
     }
 
     static void changeInvisible(Env env, MQClientAPIImpl api, String topic, String group, MessageExt m, long ms)
@@ -253,17 +258,7 @@ final class PopScenario {
         h.setOffset(ExtraInfoUtil.getQueueOffset(parts));
         h.setInvisibleTime(ms);
         CompletableFuture<AckResult> f = new CompletableFuture<>();
-        api.changeInvisibleTimeAsync(env.brokerName, env.brokerAddr, h, RPC_MS, new AckCallback() {
-            @Override
-            public void onSuccess(AckResult r) {
-                f.complete(r);
-            }
-
-            @Override
-            public void onException(Throwable e) {
-                f.completeExceptionally(e);
-            }
-        });
+        api.changeInvisibleTimeAsync(env.brokerName, env.brokerAddr, h, RPC_MS, completing(f));
         AckResult r = f.get(RPC_MS + 5_000, TimeUnit.MILLISECONDS);
         if (r.getStatus() != AckStatus.OK) {
             throw env.fail("change invisible time of " + m.getKeys(), String.valueOf(r));
