@@ -161,12 +161,13 @@ impl Wheel {
     }
 
     /// Slots holding a time at or after `from_ms` whose last unit lies at
-    /// or past `end` (units a crash lost): for recovery's check.
+    /// or past `end` (units a crash lost): for recovery's check. A slot
+    /// never written reads as zeros (time 0) and holds nothing to lose.
     pub fn beyond(&self, from_ms: i64, end: i64) -> Vec<Slot> {
         let from = from_ms / self.precision;
         (0..FILE_SLOTS as usize)
             .map(|i| self.raw(i))
-            .filter(|s| s.time >= from && s.last_pos >= end)
+            .filter(|s| s.time > 0 && s.time >= from && s.last_pos >= end)
             .collect()
     }
 
@@ -230,6 +231,24 @@ mod tests {
         assert_eq!(w.get(5_999), s);
         assert_eq!(w.count_from(0), 2);
         assert_eq!(w.count_from(6_000), 0);
+    }
+
+    #[test]
+    fn a_new_wheel_has_no_slot_past_an_empty_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = Wheel::open(&dir.path().join("timerwheel"), 1_000).unwrap();
+        assert_eq!(w.beyond(0, 0), Vec::new());
+        let s = Slot {
+            time: 7,
+            first_pos: 0,
+            last_pos: 52,
+            num: 1,
+            magic: 0,
+        };
+        w.set(&s);
+        assert_eq!(w.beyond(0, 52), vec![s]);
+        assert_eq!(w.beyond(0, 104), Vec::new());
+        assert_eq!(w.beyond(8_000, 0), Vec::new());
     }
 
     #[test]
