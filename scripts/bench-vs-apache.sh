@@ -6,6 +6,7 @@
 #   scripts/bench-vs-apache.sh [--quick] [--targets a,b] [--loads L1,L2]
 #                              [--out DIR] [--dir DIR]
 #   scripts/bench-vs-apache.sh --meta [--targets a,b] [--out DIR] [--dir DIR]
+#   scripts/bench-vs-apache.sh --pop [--quick] [--targets a,b] [--out DIR] [--dir DIR]
 #
 # Targets, one at a time (never two brokers at once), each on a fresh store
 # folder under --dir (default: the system temp folder), deleted after it:
@@ -112,6 +113,23 @@
 #                    rmq-bench meta arguments (e.g. "--topics 1000,10000").
 #                    Broker CPU is the broker process's: Apache's NameServer
 #                    is a process of its own, ours is inside the broker.
+#   --pop            POP consumption through Apache's rocketmq-proxy 5.3.3
+#                    (cluster mode, jars from Maven Central) instead of the
+#                    loads, on apache-5.3.3, ours-file and ours-rocksdb
+#                    (4.9.7 has no POP). Per target: the broker starts, its
+#                    topic BenchTopic-0 (8 queues) is filled with
+#                    RMQ_BENCH_POP_FILL (1,000,000) messages of 1 KiB by
+#                    rmq-bench produce, the proxy starts in front of it
+#                    (-Xms2g -Xmx2g G1, RMQ_BENCH_PROXY_JVM; gRPC port
+#                    RMQ_BENCH_PROXY_PORT, 30981, remoting one below), then
+#                    the POP load (rmqbench.PopLoad: the stock gRPC client
+#                    5.0.7, 16 threads over 4 SimpleConsumers of one group,
+#                    receive up to 32, ack each asynchronously) runs WARM_S
+#                    of warm-up and a DURATION_S window. msgs/s are messages
+#                    received and acked in the window; broker and proxy CPU
+#                    per message are read at the window's edges. Ratios are
+#                    to apache-5.3.3. A row with empty receives ran dry: fill
+#                    more.
 #
 # A full run takes about 20 minutes (about 3.5 per target); --quick about 5.
 # Every process it starts is stopped on exit, whatever the exit.
@@ -145,6 +163,7 @@ TARGETS=("${ALL_TARGETS[@]}")
 LOADS=("${ALL_LOADS[@]}")
 OUT=""
 META=0
+POP=0
 STORE_PARENT=${TMPDIR:-/tmp}
 while [ "$#" -gt 0 ]; do
     case "$1" in
@@ -154,6 +173,7 @@ while [ "$#" -gt 0 ]; do
     --out) OUT=${2:?--out needs a folder}; shift ;;
     --dir) STORE_PARENT=${2:?--dir needs a folder}; shift ;;
     --meta) META=1 ;;
+    --pop) POP=1 ;;
     -h | --help) usage; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
     esac
@@ -166,6 +186,11 @@ contains() { # <word> <list...>
     return 1
 }
 for t in "${TARGETS[@]}"; do contains "$t" "${ALL_TARGETS[@]}" || die "unknown target $t"; done
+if [ "$POP" = 1 ]; then
+    contains apache-4.9.7 "${TARGETS[@]}" && [ "${#TARGETS[@]}" -lt "${#ALL_TARGETS[@]}" ] &&
+        die "--pop: apache-4.9.7 has no POP"
+    [ "${#TARGETS[@]}" -eq "${#ALL_TARGETS[@]}" ] && TARGETS=(apache-5.3.3 ours-file ours-rocksdb)
+fi
 for l in "${LOADS[@]}"; do contains "$l" "${ALL_LOADS[@]}" || die "unknown load $l"; done
 
 CACHE=${RMQ_APACHE_CACHE:-$HOME/.cache/rmq-apache}
@@ -182,6 +207,10 @@ read -r -a BROKER_JVM <<<"${RMQ_BENCH_BROKER_JVM:--server -Xms8g -Xmx8g -Xmn4g -
     -XX:-UseLargePages}"
 read -r -a NAMESRV_JVM <<<"${RMQ_BENCH_NAMESRV_JVM:--server -Xms1g -Xmx1g -XX:+UseG1GC}"
 read -r -a LOAD_JVM <<<"${RMQ_BENCH_LOAD_JVM:--Xms2g -Xmx2g -XX:+UseG1GC}"
+read -r -a PROXY_JVM <<<"${RMQ_BENCH_PROXY_JVM:--server -Xms2g -Xmx2g -XX:+UseG1GC}"
+PROXY_PORT=${RMQ_BENCH_PROXY_PORT:-30981}
+POP_FILL=${RMQ_BENCH_POP_FILL:-1000000}
+PROXY_VERSION=5.3.3
 
 # ---------------------------------------------------------------- processes
 # Every process this script starts and has not yet reaped, stopped on exit
@@ -190,6 +219,7 @@ read -r -a LOAD_JVM <<<"${RMQ_BENCH_LOAD_JVM:--Xms2g -Xmx2g -XX:+UseG1GC}"
 STARTED=()
 BROKER_PID=""
 NAMESRV_PID=""
+PROXY_PID=""
 track() { STARTED+=("$1"); }
 untrack() { # <pid>
     local keep=() p
@@ -292,6 +322,16 @@ fetch_apache() { # <version>
     rm -rf "$lib"
     maven -Drocketmq.version="$1" dependency:copy-dependencies -DoutputDirectory="$lib"
     [ -f "$lib/rocketmq-broker-$1.jar" ] || die "no rocketmq-broker-$1.jar in $lib"
+    touch "$lib/.complete"
+}
+
+# Apache's rocketmq-proxy jars (the folder scripts/setup.sh fills too).
+fetch_proxy() {
+    local lib="$CACHE/proxy-$PROXY_VERSION/lib"
+    [ -f "$lib/.complete" ] && return 0
+    log "fetching Apache rocketmq-proxy $PROXY_VERSION into $lib"
+    rm -rf "$lib"
+    maven -Drocketmq.proxy.version="$PROXY_VERSION" dependency:copy-dependencies -DoutputDirectory="$lib"
     touch "$lib/.complete"
 }
 
@@ -599,6 +639,90 @@ meta_summary() {
     } | tee "$OUT/meta.md"
 }
 
+# ---------------------------------------------------------------- POP
+# Apache's proxy in cluster mode in front of the running target.
+start_proxy() {
+    local conf="$RUN/proxy.json"
+    port_open "$PROXY_PORT" && die "port $PROXY_PORT on 127.0.0.1 is taken (set RMQ_BENCH_PROXY_PORT)"
+    printf '{"rocketMQClusterName":"DefaultCluster","grpcServerPort":%d,"remotingListenPort":%d}\n' \
+        "$PROXY_PORT" "$((PROXY_PORT - 1))" >"$conf"
+    ROCKETMQ_HOME="$RUN/home" java "${PROXY_JVM[@]}" "${JAVA_OPENS[@]}" -Duser.home="$RUN/home" \
+        -Drocketmq.home.dir="$RUN/home" -cp "$CACHE/proxy-$PROXY_VERSION/lib/*" \
+        org.apache.rocketmq.proxy.ProxyStartup -pm cluster -pc "$conf" \
+        -n "127.0.0.1:$NAMESRV_PORT" >"$RUN/proxy.out" 2>&1 &
+    PROXY_PID=$!
+    track "$PROXY_PID"
+    wait_ready "rocketmq-proxy" "$PROXY_PID" "$PROXY_PORT" "$RUN/proxy.out" \
+        "rocketmq-proxy startup successfully" "$START_TIMEOUT_S"
+}
+
+# One target: fill its topic, put the proxy in front, run the POP load.
+pop_session() { # <target>
+    local target=$1 flush=ASYNC_FLUSH
+    local report="$OUT/reports/pop-$target.json" logf="$OUT/logs/pop-$target.err"
+    log "$target: starting (POP through the proxy)"
+    start_target "$target" "$flush"
+    log "$target: filling BenchTopic-0 with $POP_FILL messages"
+    RUST_LOG=warn run_tracked target/release/rmq-bench produce --broker "127.0.0.1:$BROKER_PORT" \
+        --queues "$QUEUES" --consumers 0 --size 1024 --messages "$POP_FILL" --producers 4 \
+        --mode async --inflight 16 --warmup >"$OUT/logs/pop-$target-fill.out" 2>&1 ||
+        die "filling $target failed (log: $OUT/logs/pop-$target-fill.out)"
+    start_proxy
+    local fifo="$RUN/load.fifo" line c0="" c1="" p0="" p1="" pid
+    mkfifo "$fifo"
+    java "${LOAD_JVM[@]}" -Duser.home="$RUN/home" -cp "$CACHE/load/classes:$CACHE/load/lib/*" \
+        rmqbench.PopLoad --endpoint "127.0.0.1:$PROXY_PORT" --topic BenchTopic-0 \
+        --namesrv "127.0.0.1:$NAMESRV_PORT" --broker "127.0.0.1:$BROKER_PORT" \
+        --warmup "$WARM_S" --duration "$DURATION_S" >"$fifo" 2>"$logf" &
+    pid=$!
+    track "$pid"
+    while IFS= read -r line; do
+        case "$line" in
+        "rmqbench window-start") read_ticks c0 "$BROKER_PID"; read_ticks p0 "$PROXY_PID" ;;
+        "rmqbench window-end") read_ticks c1 "$BROKER_PID"; read_ticks p1 "$PROXY_PID" ;;
+        "{"*) printf '%s\n' "$line" >"$report" ;;
+        esac
+    done <"$fifo"
+    local rc=0
+    wait "$pid" || rc=$?
+    untrack "$pid"
+    rm -f "$fifo"
+    [ "$rc" -eq 0 ] || die "POP load on $target failed (log: $logf)"
+    if [ -z "$c0" ] || [ -z "$c1" ] || [ ! -s "$report" ]; then
+        die "POP load on $target: no measured window (log: $logf)"
+    fi
+    printf '{"target":"%s","broker_cpu_ticks":%d,"proxy_cpu_ticks":%d,"clk_tck":%d,"rss_hwm_kib":%d}\n' \
+        "$target" $((c1 - c0)) $((p1 - p0)) "$CLK_TCK" "$(rss_hwm_kib "$BROKER_PID")" \
+        >>"$OUT/pop-cpu.jsonl"
+    log "$target: $(jq -r '"\(.acked) acked, \(.msgs_per_s) msgs/s, \(.empty_receives) empty receives, \(.errors) errors"' "$report")"
+    stop_pid "$PROXY_PID"
+    PROXY_PID=""
+    stop_target "$target" "$flush"
+}
+
+# The --pop table: one row per target, ratios to apache-5.3.3.
+pop_summary() {
+    local t r
+    {
+        echo "| target | msgs/s | broker CPU per msg | proxy CPU per msg | receive p99 | empty receives | errors | msgs/s vs apache-5.3.3 | broker CPU vs apache-5.3.3 |"
+        echo "|---|---|---|---|---|---|---|---|---|"
+        for t in "${TARGETS[@]}"; do
+            r="$OUT/reports/pop-$t.json"
+            [ -s "$r" ] || continue
+            jq -r --arg t "$t" \
+                --slurpfile c <(grep "\"$t\"" "$OUT/pop-cpu.jsonl") \
+                --slurpfile b <(if [ -s "$OUT/reports/pop-apache-5.3.3.json" ]; then
+                    cat "$OUT/reports/pop-apache-5.3.3.json"; else echo null; fi) \
+                --slurpfile bc <(grep '"apache-5.3.3"' "$OUT/pop-cpu.jsonl" || echo null) '
+                def us(ticks): if .acked > 0 then ticks / $c[0].clk_tck * 1e6 / .acked else null end;
+                def r2: if . == null then "-" else (. * 100 | round / 100 | tostring) end;
+                us($c[0].broker_cpu_ticks) as $bus
+                | (if $b[0] == null or $b[0].acked == 0 then null else $bc[0].broker_cpu_ticks / $bc[0].clk_tck * 1e6 / $b[0].acked end) as $base_us
+                | "| \($t) | \(.msgs_per_s | round) | \($bus | r2) us | \(us($c[0].proxy_cpu_ticks) | r2) us | \(.receive_p99_us / 1000 | r2) ms | \(.empty_receives) | \(.errors) | \(if $b[0] == null then "-" else (.msgs_per_s / $b[0].msgs_per_s | r2) + "x" end) | \(if $base_us == null or $bus == null then "-" else ($bus / $base_us | r2) + "x" end) |"' "$r"
+        done
+    } | tee "$OUT/pop.md"
+}
+
 # ---------------------------------------------------------------- main
 [ -n "$OUT" ] || OUT=$(mktemp -d "${TMPDIR:-/tmp}/bench-vs-apache.XXXXXX")
 mkdir -p "$OUT/reports" "$OUT/logs" "$STORE_PARENT"
@@ -612,7 +736,20 @@ make_home
 for t in "${TARGETS[@]}"; do
     case "$t" in apache-*) fetch_apache "$(apache_version "$t")" ;; esac
 done
+[ "$POP" = 1 ] && fetch_proxy
 ensure_rust
+
+if [ "$POP" = 1 ]; then
+    : >"$OUT/pop-cpu.jsonl"
+    log "POP through the proxy on targets: ${TARGETS[*]}; warm-up ${WARM_S} s, window ${DURATION_S} s; out: $OUT"
+    for t in "${ALL_TARGETS[@]}"; do
+        contains "$t" "${TARGETS[@]}" || continue
+        pop_session "$t"
+    done
+    echo
+    pop_summary
+    exit 0
+fi
 
 if [ "$META" = 1 ]; then
     : >"$OUT/meta-startup.jsonl"

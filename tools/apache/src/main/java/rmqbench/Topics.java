@@ -8,8 +8,12 @@ import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.constant.PermName;
 import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.common.subscription.SubscriptionGroupConfig;
 
-/** Creates the load's topic on the broker and waits until the NameServer routes it. */
+/**
+ * Creates the load's topic (and the POP load's consumer group) on the broker
+ * and waits until the NameServer routes the topic.
+ */
 final class Topics {
     /** The template topic a create request names (the broker's default). */
     private static final String DEFAULT_TOPIC = "TBW102";
@@ -28,6 +32,16 @@ final class Topics {
             throws Exception {
         TopicConfig config = new TopicConfig(topic, queues, queues, PermName.PERM_READ | PermName.PERM_WRITE);
         api(started).createTopic(broker, DEFAULT_TOPIC, config, REQUEST_TIMEOUT_MS);
+    }
+
+    /**
+     * UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on {@code broker} with the group's
+     * defaults: Apache's proxy refuses a group its broker does not know.
+     */
+    static void createGroup(DefaultMQProducer started, String broker, String group) throws Exception {
+        SubscriptionGroupConfig config = new SubscriptionGroupConfig();
+        config.setGroupName(group);
+        api(started).createSubscriptionGroup(broker, config, REQUEST_TIMEOUT_MS);
     }
 
     /**
