@@ -9,7 +9,7 @@ use std::time::Duration;
 use rmq_broker::broker::Broker;
 use rmq_common::config::CqBackend;
 use rmq_tests::metered_settings;
-use rmq_tools::bench::{load, pop, pop_consumer, store, LoadSpec};
+use rmq_tools::bench::{load, pop, pop_consumer, store, timer, LoadSpec};
 
 async fn broker(root: &std::path::Path, backend: CqBackend, test: &str) -> Broker {
     Broker::start(metered_settings(root, backend, &format!("bench-{test}")))
@@ -204,4 +204,40 @@ async fn pop_bench_compares_both_forms() {
 async fn pop_bench_with_batch_acks() {
     use pop::PopForm::{ReviveTopic, Rocksdb};
     pop_forms(true, vec![Rocksdb, ReviveTopic]).await;
+}
+
+/// `rmq-bench timer` over the broker binary, both timer stores: every timer
+/// message comes through the kill -9 between send and due time, none before
+/// its due time, none twice, and the figures are filled in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn timer_bench_delivers_every_timer_on_both_stores() {
+    use rmq_common::TimerStoreType::{Rocksdb, Wheel};
+    let dir = tempfile::tempdir().unwrap();
+    let spec = timer::TimerSpec {
+        timers: 3_000,
+        queues: 4,
+        size: 32,
+        senders: 2,
+        inflight: 8,
+        due_after: Duration::from_secs(4),
+        spread: Duration::from_secs(2),
+        grace: Duration::from_secs(30),
+        stores: vec![Wheel, Rocksdb],
+        broker_bin: Some(env!("CARGO_BIN_EXE_rmq-broker-under-test").into()),
+        dir: Some(dir.path().into()),
+    };
+    let r = timer::run(&spec).await.unwrap();
+    let stores: Vec<&str> = r.rows.iter().map(|row| row.store).collect();
+    assert_eq!(stores, ["wheel", "rocksdb"]);
+    for row in &r.rows {
+        assert_eq!(
+            (row.missing, row.duplicates, row.early),
+            (0, 0, 0),
+            "{row:?}"
+        );
+        assert_eq!(row.delivered, spec.timers, "{row:?}");
+        assert_eq!(row.deliver_lag.count, spec.timers, "{row:?}");
+        assert!(row.inserts_per_s > 0.0 && row.restart_ms > 0.0, "{row:?}");
+        assert!(row.disk_bytes > 0 && row.rss_inserted_kib > 0, "{row:?}");
+    }
 }

@@ -121,6 +121,15 @@ impl BrokerProcess {
     }
 }
 
+impl BrokerProcess {
+    /// Kills it with SIGKILL (a crash: nothing flushed or checkpointed on
+    /// the way out) and reaps it.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for BrokerProcess {
     fn drop(&mut self) {
         if matches!(self.child.try_wait(), Ok(None)) {

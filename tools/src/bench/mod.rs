@@ -21,6 +21,7 @@ pub mod routes;
 pub mod scrape;
 pub mod spec;
 pub mod store;
+pub mod timer;
 
 pub use load::{LoadReport, Tick};
 pub use spec::{LoadSpec, SendMode};

@@ -19,6 +19,9 @@
 //! * `rmq-bench pop`: POP consumers against a fresh broker child per form
 //!   of POP state (revive topic, RocksDB) in turn: pops/s, acks/s, broker
 //!   CPU per message, redelivery lag, and the ratios.
+//! * `rmq-bench timer`: timer messages through a fresh broker child per
+//!   timer store (wheel, RocksDB) in turn: insert rate, disk, RSS, restart
+//!   after kill -9, and due-delivery lag p50/p99/max.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -27,7 +30,9 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use rmq_common::config::CqBackend;
 use rmq_common::FlushDiskType;
-use rmq_tools::bench::{ab, ha, live, load, meta, pop, report, reput, routes, store, LoadSpec};
+use rmq_tools::bench::{
+    ab, ha, live, load, meta, pop, report, reput, routes, store, timer, LoadSpec,
+};
 
 #[derive(Debug, Parser)]
 #[command(name = "rmq-bench", version)]
@@ -162,6 +167,16 @@ enum Cmd {
     Pop {
         #[command(flatten)]
         spec: pop::PopSpec,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Timer messages end to end, one timer store after the other (a
+    /// broker child process each): insert rate, disk, memory, restart after
+    /// kill -9 and due-delivery lag.
+    Timer {
+        #[command(flatten)]
+        spec: timer::TimerSpec,
         /// Also write the report as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -315,6 +330,10 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
         }
         Cmd::Pop { spec, json } => {
             let r = pop::run(&spec).await?;
+            report::write_json_to(json.as_deref(), &r)?;
+        }
+        Cmd::Timer { spec, json } => {
+            let r = timer::run(&spec).await?;
             report::write_json_to(json.as_deref(), &r)?;
         }
         _ => anyhow::bail!("not a network command"),
