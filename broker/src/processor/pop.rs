@@ -122,6 +122,7 @@ pub(crate) async fn pop(
             break;
         };
         let j = Arc::clone(&job);
+        crate::metrics::rpc::mark_suspended();
         let wait = rt
             .polling
             .wait(&key, true, &topics, left, move || has_new(&j));

@@ -36,6 +36,12 @@ impl Sampler {
             self.rocketmq_labels(&[("put_status", "PUT_OK".into())])
         )
         .absolute(m.revived.load(Ordering::Relaxed));
+        // RocketMQ buffers checkpoints in memory (its POP buffer-merge
+        // service) and writes them later; this broker writes each one when
+        // the pop is answered, so nothing is ever buffered.
+        for name in [r::POP_CHECKPOINT_BUFFER_SIZE, r::POP_OFFSET_BUFFER_SIZE] {
+            metrics::gauge!(name, self.rocketmq_labels(&[])).set(0.0);
+        }
         if !pop.config.pop_kv_store {
             self.revive_queues();
         }
@@ -66,8 +72,8 @@ impl Sampler {
                 0
             };
             let labels: Vec<Label> = self.rocketmq_labels(&[("queue_id", q.to_string())]);
-            metrics::gauge!(r::POP_REVIVE_LAG, labels.clone()).set((max - at) as f64);
-            metrics::gauge!(r::POP_REVIVE_LATENCY, labels).set(latency as f64);
+            metrics::gauge!(r::POP_REVIVE_LAG_MS, labels.clone()).set((max - at) as f64);
+            metrics::gauge!(r::POP_REVIVE_LATENCY_MS, labels).set(latency as f64);
         }
     }
 }
