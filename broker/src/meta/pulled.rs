@@ -44,6 +44,22 @@ impl PullOffsets {
             .copied()
     }
 
+    /// Every (group, topic, queue, next offset to pull).
+    pub fn all(&self) -> Vec<(String, String, i32, i64)> {
+        let t = self.table.lock();
+        let mut out = Vec::new();
+        for (topic, groups) in t.iter() {
+            for (group, queues) in groups {
+                out.extend(
+                    queues
+                        .iter()
+                        .map(|(q, o)| (group.clone(), topic.clone(), *q, *o)),
+                );
+            }
+        }
+        out
+    }
+
     /// Forgets `group` everywhere.
     pub fn remove_group(&self, group: &str) {
         for groups in self.table.lock().values_mut() {
@@ -70,6 +86,15 @@ mod tests {
         assert_eq!(p.query("G", "T", 0), Some(9));
         assert_eq!(p.query("G", "T", 1), None);
         assert_eq!(p.query("H", "T", 1), Some(3));
+        let mut all = p.all();
+        all.sort();
+        assert_eq!(
+            all,
+            [
+                ("G".into(), "T".into(), 0, 9),
+                ("H".into(), "T".into(), 1, 3)
+            ]
+        );
         p.remove_group("G");
         assert_eq!(p.query("G", "T", 0), None);
         p.remove_topic("T");

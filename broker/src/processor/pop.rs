@@ -426,6 +426,7 @@ fn read_queue(
         rt.metrics
             .ck_written
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        rt.metrics.pairs.add(group, topic, |c| c.ck += 1);
         p.offsets
             .commit(group, topic, queue_id, r.next_begin_offset);
     }

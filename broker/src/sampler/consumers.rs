@@ -7,8 +7,12 @@
 //! - ready: the max offset less pulled, and its queueing latency, the age
 //!   of the oldest message not yet pulled.
 //!
-//! A queue the group has not pulled since the start counts as pulled up to
-//! its committed offset, as in RocketMQ.
+//! The (group, topic) pairs are those with committed offsets or pulls
+//! since the start (RocketMQ's: the groups in its group table with online
+//! or pulling consumers). A queue never committed has no lag and nothing
+//! in flight, as in RocketMQ; one not pulled since the start counts as
+//! pulled up to its committed offset (RocketMQ counts it as pulled to the
+//! end, so its ready count reads 0 until the first pull).
 
 use std::collections::HashMap;
 
@@ -51,8 +55,18 @@ impl Sampler {
     pub(super) fn rocketmq_consumers(&self) {
         let store = &self.ctx.store;
         let offsets = &self.ctx.offsets;
-        let mut all: HashMap<(String, String), Progress> = HashMap::new();
+        // (group, topic, queue) -> (committed, pulled): the queues a group
+        // committed or pulled (RocketMQ also counts the groups a pull made
+        // known without a heartbeat).
+        let mut queues: HashMap<(String, String, i32), (Option<i64>, Option<i64>)> = HashMap::new();
         for (group, topic, queue, committed) in offsets.all() {
+            queues.entry((group, topic, queue)).or_default().0 = Some(committed);
+        }
+        for (group, topic, queue, pulled) in offsets.pulled.all() {
+            queues.entry((group, topic, queue)).or_default().1 = Some(pulled);
+        }
+        let mut all: HashMap<(String, String), Progress> = HashMap::new();
+        for ((group, topic, queue), (committed, pulled)) in queues {
             if group == TRANS_GROUP || !counted(&topic) {
                 continue;
             }
@@ -60,21 +74,21 @@ impl Sampler {
             if !all.contains_key(&key) && all.len() >= CARDINALITY_LIMIT {
                 continue;
             }
-            let (group, topic) = (&key.0, &key.1);
+            let topic = &key.1;
             let max = store.max_offset_in_queue(topic, queue).unwrap_or(0);
-            let pulled = offsets
-                .pulled
-                .query(group, topic, queue)
-                .unwrap_or(committed)
-                .clamp(committed, max.max(committed));
+            // As RocketMQ, a queue never committed has no lag and nothing
+            // in flight; one not pulled since the start counts as pulled up
+            // to its commit (RocketMQ counts it as pulled to the end).
+            let pulled = pulled.or(committed).unwrap_or(max);
+            let consumed = committed.unwrap_or(max);
             let time = |o: i64| store.message_store_time(topic, queue, o).ok().flatten();
             let p = all.entry(key.clone()).or_default();
-            let lag = (max - committed).max(0);
+            let lag = (max - consumed).max(0);
             p.lag += lag;
-            p.inflight += pulled - committed;
+            p.inflight += (pulled - committed.unwrap_or(pulled)).max(0);
             p.ready += (max - pulled).max(0);
             if lag > 0 {
-                oldest(&mut p.oldest_unconsumed_ms, time(committed));
+                oldest(&mut p.oldest_unconsumed_ms, time(consumed));
             }
             if max > pulled {
                 oldest(&mut p.oldest_unpulled_ms, time(pulled));
