@@ -39,10 +39,8 @@ impl Sampler {
                 ]);
                 metrics::counter!(r::POP_REVIVE_IN_MESSAGE_TOTAL, labels).absolute(n);
             }
-            if c.retried > 0 {
-                let labels = pair(&[("put_status", "PUT_OK".into())]);
-                metrics::counter!(r::POP_REVIVE_RETRY_MESSAGES_TOTAL, labels).absolute(c.retried);
-            }
+            let labels = pair(&[("put_status", "PUT_OK".into())]);
+            metrics::counter!(r::POP_REVIVE_RETRY_MESSAGES_TOTAL, labels).absolute(c.retried);
         }
         // RocketMQ buffers checkpoints in memory (its POP buffer-merge
         // service) and writes them later; this broker writes each one when
