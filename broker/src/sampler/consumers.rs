@@ -32,6 +32,9 @@ pub(super) fn system_group(group: &str) -> bool {
         && group[..SYSTEM_GROUP_PREFIX.len()].eq_ignore_ascii_case(SYSTEM_GROUP_PREFIX)
 }
 
+/// (group, topic, queue).
+type QueueKey = (String, String, i32);
+
 /// One (group, topic)'s sums; timestamps are the oldest over its queues
 /// (0: none).
 #[derive(Debug, Default)]
@@ -58,7 +61,7 @@ impl Sampler {
         // (group, topic, queue) -> (committed, pulled): the queues a group
         // committed or pulled (RocketMQ also counts the groups a pull made
         // known without a heartbeat).
-        let mut queues: HashMap<(String, String, i32), (Option<i64>, Option<i64>)> = HashMap::new();
+        let mut queues: HashMap<QueueKey, (Option<i64>, Option<i64>)> = HashMap::new();
         for (group, topic, queue, committed) in offsets.all() {
             queues.entry((group, topic, queue)).or_default().0 = Some(committed);
         }

@@ -2,8 +2,12 @@
 //! (`metricsExporterType=PROM`, OpenTelemetry Java 1.29), under the same
 //! names, units and labels, so dashboards and alerts written for it work
 //! here: besides this broker's `broker` label, every series carries
-//! `cluster`, `node_type="broker"` and `node_id` (the broker name), and the
-//! store's carry `storage_type="local"` and `storage_medium="disk"`.
+//! `cluster`, `node_type="broker"`, `node_id` (the broker name) and
+//! `otel_scope_name` (`crate::metrics::rocketmq::common_labels`), and the
+//! store's carry `storage_type="local"` and `storage_medium="disk"`. The
+//! sampled ones are set here and in `consumers`, `timer` and `pop`; the
+//! recorded ones (message sizes, topic creation, per request) are
+//! `crate::metrics::rocketmq` and `crate::metrics::rpc`.
 //!
 //! Counters are set from the broker's running totals (the same ones
 //! GET_BROKER_RUNTIME_INFO and VIEW_BROKER_STATS_DATA read), so the put and
