@@ -253,6 +253,10 @@ impl Broker {
             )
         };
         let settings_ha_gap = settings.broker.ha_max_gap_not_in_sync;
+        let (settings_broker_name, settings_cluster_name) = (
+            settings.broker.broker_name.clone(),
+            settings.broker.broker_cluster_name.clone(),
+        );
         let ctx = Arc::new(BrokerContext {
             settings,
             store,
@@ -272,6 +276,10 @@ impl Broker {
             groups,
             stats: Arc::new(crate::metrics::BrokerStats::new()),
             items: Arc::new(crate::metrics::StatsItems::new()),
+            rocketmq: Arc::new(crate::metrics::RocketmqMeters::new(
+                &settings_broker_name,
+                &settings_cluster_name,
+            )),
             ha_acks: Arc::new(crate::ha::ReplicaAcks::new(settings_ha_gap)),
             ha_link: Arc::default(),
             acl,
@@ -497,6 +505,8 @@ async fn start_metrics(
     let broker = ctx.settings.broker.broker_name.clone();
     let sources = crate::sampler::Sources {
         settings: ctx.settings.clone(),
+        runtime: Arc::clone(&ctx.runtime),
+        rocketmq: Arc::clone(&ctx.rocketmq),
         store: Arc::clone(&ctx.store),
         topics: Arc::clone(&ctx.topics),
         groups: Arc::clone(&ctx.groups),

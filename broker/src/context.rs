@@ -58,6 +58,9 @@ pub struct BrokerContext {
     /// Per-topic and per-group counters (VIEW_BROKER_STATS_DATA,
     /// consumeTps, the per-topic gauges).
     pub items: Arc<crate::metrics::StatsItems>,
+    /// RocketMQ 5.x's recorded series (message sizes, topic creation,
+    /// per-request latency and processor watermarks).
+    pub rocketmq: Arc<crate::metrics::RocketmqMeters>,
     /// What slaves acknowledged (SYNC_MASTER waits on it).
     pub ha_acks: Arc<crate::ha::ReplicaAcks>,
     /// The master a slave streams from now.

@@ -1,7 +1,8 @@
 //! Apache RocketMQ's own 4.9.7 NameServer and broker, started from the
 //! published jars `scripts/setup.sh` fetches into
 //! `tests/java/target-apache/lib`: for tests that put this project's tools,
-//! or this broker as master or slave, beside them.
+//! or this broker as master or slave, beside them. Also its 5.3.3 broker,
+//! from the 5.3.3 proxy's jars.
 //!
 //! Apache's broker cannot listen on port 0 (it registers the port it was
 //! configured with, and opens listenPort-2 and listenPort+1 beside it), so
@@ -56,6 +57,11 @@ impl Jvm {
     /// Starts `main` with `args` in `home` (its ROCKETMQ_HOME, given the
     /// logging set-up 4.9.7 needs); output in `home/<name>.out`.
     pub fn start(home: &Path, main: &str, args: &[&str], name: &str) -> Self {
+        Self::start_from(&lib_dir(), home, main, args, name)
+    }
+
+    /// [`Jvm::start`] with the jars of `lib` on the class path.
+    pub fn start_from(lib: &Path, home: &Path, main: &str, args: &[&str], name: &str) -> Self {
         std::fs::create_dir_all(home.join("conf")).unwrap();
         for n in ["broker", "namesrv"] {
             std::fs::write(home.join(format!("conf/logback_{n}.xml")), LOGBACK).unwrap();
@@ -74,7 +80,7 @@ impl Jvm {
                 &format!("-Duser.home={}", home.display()),
                 &format!("-Drocketmq.home.dir={}", home.display()),
                 "-cp",
-                &format!("{}/*", lib_dir().display()),
+                &format!("{}/*", lib.display()),
                 main,
             ])
             .args(args)
@@ -145,6 +151,37 @@ impl Jvm {
             &["-c", &conf.to_string_lossy(), "-n", namesrv],
             "broker",
         )
+    }
+
+    /// Starts Apache RocketMQ 5.3.3's broker (the jars of the proxy's lib
+    /// folder, which hold rocketmq-broker 5.3.3 and its dependencies, see
+    /// `grpc_proxy::lib_dir`) on free ports with `extra` broker.conf lines,
+    /// and waits for it to boot; no NameServer (it logs the failed
+    /// registrations and serves clients that address it directly).
+    /// Returns it and its port.
+    pub fn broker_5_3_3_on_free_ports(home: &Path, extra: &str) -> (Self, u16) {
+        Self::boot_on_free_ports("Apache broker 5.3.3", broker_base_port, |port| {
+            std::fs::create_dir_all(home).unwrap();
+            let conf = home.join("broker.conf");
+            std::fs::write(
+                &conf,
+                format!(
+                    "brokerClusterName=DefaultCluster\nbrokerName=broker-a\nbrokerId=0\n\
+                     brokerIP1=127.0.0.1\nbindAddress=127.0.0.1\nlistenPort={port}\n\
+                     storePathRootDir={0}/store\nstorePathCommitLog={0}/store/commitlog\n\
+                     flushDiskType=ASYNC_FLUSH\nmappedFileSizeCommitLog=67108864\n{extra}",
+                    home.display()
+                ),
+            )
+            .unwrap();
+            Self::start_from(
+                &crate::grpc_proxy::lib_dir(),
+                home,
+                "org.apache.rocketmq.broker.BrokerStartup",
+                &["-c", &conf.to_string_lossy()],
+                "broker",
+            )
+        })
     }
 
     /// Starts with `spawn(port)` on a port `pick` finds free and waits for

@@ -56,6 +56,11 @@ pub trait TimerStore: Send + Sync + std::fmt::Debug {
     /// (delete markers count -1, as RocketMQ's slot count does).
     fn backlog(&self) -> i64;
 
+    /// Net entries (delete markers -1) of the slots in `[from_ms, to_ms)`:
+    /// how many timers fall due in that window (RocketMQ's
+    /// `rocketmq_timer_message_snapshot` sums wheel slots the same way).
+    fn pending_in(&self, from_ms: i64, to_ms: i64) -> Result<i64, TimerError>;
+
     /// How far ahead of the read time a slot can be filed, ms; `None`
     /// when the engine has no horizon. Entries beyond it must be rolled.
     fn horizon_ms(&self) -> Option<i64>;

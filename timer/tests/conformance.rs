@@ -120,6 +120,26 @@ fn advance_drops_passed_slots_from_the_backlog(open: Open) {
     assert_eq!(s.backlog(), 1);
 }
 
+fn pending_in_counts_the_window_net_of_recalls(open: Open) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    s.advance(T0);
+    s.put(&[
+        entry(0, 1, EntryKind::Deliver),
+        entry(2, 2, EntryKind::Deliver),
+        entry(2, 3, EntryKind::Deliver),
+        entry(5, 4, EntryKind::Deliver),
+    ])
+    .unwrap();
+    s.put(&[entry(2, 3, EntryKind::Delete)]).unwrap();
+    let at = |slot: i64| T0 + slot * PRECISION;
+    assert_eq!(s.pending_in(at(0), at(6)).unwrap(), 3);
+    assert_eq!(s.pending_in(at(1), at(5)).unwrap(), 1);
+    assert_eq!(s.pending_in(at(2), at(3)).unwrap(), 1);
+    assert_eq!(s.pending_in(at(3), at(5)).unwrap(), 0);
+    assert_eq!(s.pending_in(at(5), at(6)).unwrap(), 1);
+}
+
 fn restart_recovers_progress_and_entries(open: Open) {
     let dir = tempfile::tempdir().unwrap();
     let p = Progress {
@@ -277,6 +297,7 @@ conformance!(
     refiling_is_idempotent,
     delete_markers_come_back_with_their_slot,
     advance_drops_passed_slots_from_the_backlog,
+    pending_in_counts_the_window_net_of_recalls,
     restart_recovers_progress_and_entries,
     crash_after_checkpoint_loses_nothing_checkpointed,
     model_random_ops,

@@ -12,6 +12,7 @@ pub mod offsets;
 pub mod own_topics;
 pub mod persist;
 pub mod persister;
+pub mod pulled;
 pub mod topics;
 
 pub use generation::Generation;

@@ -27,6 +27,8 @@ pub struct ConsumerOffsetManager {
     path: PathBuf,
     state: Mutex<OffsetsFile>,
     generations: Generations,
+    /// How far each group has pulled (memory only).
+    pub pulled: super::pulled::PullOffsets,
 }
 
 fn key(topic: &str, group: &str) -> String {
@@ -42,6 +44,7 @@ impl ConsumerOffsetManager {
             path,
             state: Mutex::new(file),
             generations: Generations::default(),
+            pulled: super::pulled::PullOffsets::default(),
         })
     }
 
@@ -123,12 +126,14 @@ impl ConsumerOffsetManager {
     /// Forgets every offset of `group` (DELETE_SUBSCRIPTIONGROUP with
     /// removeOffset); returns how many topics it had.
     pub fn remove_group(&self, group: &str) -> usize {
+        self.pulled.remove_group(group);
         let suffix = format!("@{group}");
         self.remove_keys(|k| k.ends_with(&suffix))
     }
 
     /// Forgets every group's offsets of `topic` (DELETE_TOPIC_IN_BROKER).
     pub fn remove_topic(&self, topic: &str) -> usize {
+        self.pulled.remove_topic(topic);
         let prefix = format!("{topic}@");
         self.remove_keys(|k| k.starts_with(&prefix))
     }

@@ -2,11 +2,10 @@
 //! `promtool check metrics` finds each described).
 
 use super::names as n;
-use super::rocketmq_names as r;
 
 /// What kind of series a name is.
 #[derive(Debug, Clone, Copy)]
-enum Kind {
+pub(super) enum Kind {
     Counter,
     Gauge,
     Histogram,
@@ -269,92 +268,11 @@ const HELP: &[(Kind, &str, &str)] = &[
         n::PROCESS_RESIDENT_BYTES,
         "Resident memory of the process.",
     ),
-    (
-        G,
-        r::STORAGE_DISPATCH_BEHIND_BYTES,
-        "Broker dispatch behind bytes (RocketMQ 5.x).",
-    ),
-    (
-        G,
-        r::STORAGE_FLUSH_BEHIND_BYTES,
-        "Broker flush behind bytes (RocketMQ 5.x).",
-    ),
-    (
-        G,
-        r::STORAGE_SIZE_BYTES,
-        "Broker storage size: used bytes of the store's file system (RocketMQ 5.x).",
-    ),
-    (
-        G,
-        r::STORAGE_MESSAGE_RESERVE_TIME_MS,
-        "Broker message reserve time: age of the oldest stored message (RocketMQ 5.x).",
-    ),
-    (
-        C,
-        r::MESSAGES_IN_TOTAL,
-        "Total number of incoming messages (RocketMQ 5.x).",
-    ),
-    (
-        C,
-        r::THROUGHPUT_IN_TOTAL,
-        "Total traffic of incoming messages, bytes (RocketMQ 5.x).",
-    ),
-    (
-        C,
-        r::MESSAGES_OUT_TOTAL,
-        "Total number of outgoing messages (RocketMQ 5.x).",
-    ),
-    (
-        C,
-        r::THROUGHPUT_OUT_TOTAL,
-        "Total traffic of outgoing messages, bytes (RocketMQ 5.x).",
-    ),
-    (
-        G,
-        r::CONSUMER_LAG_MESSAGES,
-        "Consumer lag messages (RocketMQ 5.x).",
-    ),
-    (G, r::TOPIC_NUMBER, "Active topic number (RocketMQ 5.x)."),
-    (
-        G,
-        r::CONSUMER_GROUP_NUMBER,
-        "Active subscription group number (RocketMQ 5.x).",
-    ),
-    (
-        G,
-        r::TIMER_ENQUEUE_LAG,
-        "Timer enqueue messages lag (RocketMQ 5.x).",
-    ),
-    (
-        C,
-        r::POP_REVIVE_IN_MESSAGE_TOTAL,
-        "POP checkpoint and ack records written (RocketMQ 5.x).",
-    ),
-    (
-        C,
-        r::POP_REVIVE_RETRY_MESSAGES_TOTAL,
-        "POP messages revived into retry topics (RocketMQ 5.x).",
-    ),
-    (
-        G,
-        r::POP_REVIVE_LAG,
-        "Revive-topic records not yet settled (RocketMQ 5.x).",
-    ),
-    (
-        G,
-        r::POP_REVIVE_LATENCY,
-        "Age of the oldest unsettled revive record, milliseconds (RocketMQ 5.x).",
-    ),
-    (
-        G,
-        r::TIMER_DEQUEUE_LATENCY_MS,
-        "Timer dequeue latency, milliseconds (RocketMQ 5.x).",
-    ),
 ];
 
 /// Registers every description with the installed recorder.
 pub(super) fn describe_all() {
-    for (kind, name, help) in HELP {
+    for (kind, name, help) in HELP.iter().chain(super::rocketmq_help::HELP) {
         match kind {
             C => metrics::describe_counter!(*name, *help),
             G => metrics::describe_gauge!(*name, *help),

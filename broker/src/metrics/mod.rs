@@ -12,6 +12,10 @@ pub mod float;
 mod http;
 pub mod items;
 pub mod process;
+pub mod rocketmq;
+mod rocketmq_help;
+pub mod rocketmq_names;
+pub mod rpc;
 pub mod tps;
 
 pub use http::serve_metrics;
@@ -19,6 +23,7 @@ pub use items::{StatsItems, StatsKind};
 pub use rmq_store::metrics::{
     base_labels, topic_class, LaneMetrics, Role, StoreMetrics, Totals, TOPIC_CLASSES,
 };
+pub use rocketmq::RocketmqMeters;
 pub use tps::BrokerStats;
 
 use std::sync::OnceLock;
@@ -152,46 +157,6 @@ pub mod names {
     pub const PROCESS_CPU_SECONDS_TOTAL: &str = "process_cpu_seconds_total";
 }
 
-/// RocketMQ 5.x series names, as its Prometheus exporter writes them.
-pub mod rocketmq_names {
-    /// CommitLog bytes not yet dispatched to the consume queue.
-    pub const STORAGE_DISPATCH_BEHIND_BYTES: &str = "rocketmq_storage_dispatch_behind_bytes";
-    /// CommitLog bytes not yet flushed.
-    pub const STORAGE_FLUSH_BEHIND_BYTES: &str = "rocketmq_storage_flush_behind_bytes";
-    /// Used bytes of the file system holding the store.
-    pub const STORAGE_SIZE_BYTES: &str = "rocketmq_storage_size_bytes";
-    /// Age of the oldest stored message.
-    pub const STORAGE_MESSAGE_RESERVE_TIME_MS: &str =
-        "rocketmq_storage_message_reserve_time_milliseconds";
-    /// Messages stored, per topic.
-    pub const MESSAGES_IN_TOTAL: &str = "rocketmq_messages_in_total";
-    /// Stored bytes, per topic.
-    pub const THROUGHPUT_IN_TOTAL: &str = "rocketmq_throughput_in_total";
-    /// Messages pulled, per topic and group.
-    pub const MESSAGES_OUT_TOTAL: &str = "rocketmq_messages_out_total";
-    /// Pulled bytes, per topic and group.
-    pub const THROUGHPUT_OUT_TOTAL: &str = "rocketmq_throughput_out_total";
-    /// Messages not yet consumed, per group and topic.
-    pub const CONSUMER_LAG_MESSAGES: &str = "rocketmq_consumer_lag_messages";
-    /// Topics in the topic table.
-    pub const TOPIC_NUMBER: &str = "rocketmq_topic_number";
-    /// Subscription groups in the group table.
-    pub const CONSUMER_GROUP_NUMBER: &str = "rocketmq_consumer_group_number";
-    /// Timer-topic messages not yet filed (5.x `rocketmq_timer_enqueue_lag`).
-    pub const TIMER_ENQUEUE_LAG: &str = "rocketmq_timer_enqueue_lag";
-    /// How late timer delivery is, ms (5.x `rocketmq_timer_dequeue_latency`,
-    /// unit milliseconds).
-    pub const TIMER_DEQUEUE_LATENCY_MS: &str = "rocketmq_timer_dequeue_latency_milliseconds";
-    /// Records written to POP state, by `revive_message_type` (CK, ACK).
-    pub const POP_REVIVE_IN_MESSAGE_TOTAL: &str = "rocketmq_pop_revive_in_message_total";
-    /// Messages revived into retry topics, by `put_status`.
-    pub const POP_REVIVE_RETRY_MESSAGES_TOTAL: &str = "rocketmq_pop_revive_retry_messages_total";
-    /// Revive-topic records not yet settled, per `queue_id`.
-    pub const POP_REVIVE_LAG: &str = "rocketmq_pop_revive_lag";
-    /// Age of the oldest unsettled revive-topic record, ms, per `queue_id`.
-    pub const POP_REVIVE_LATENCY: &str = "rocketmq_pop_revive_latency";
-}
-
 /// Latency buckets, seconds: 10 µs to 10 s.
 const LATENCY_BUCKETS: &[f64] = &[
     0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025,
@@ -219,6 +184,24 @@ pub fn install() -> Option<&'static PrometheusHandle> {
                     b.set_buckets_for_metric(
                         Matcher::Full(names::CQ_WRITE_BATCH_SIZE.into()),
                         BATCH_BUCKETS,
+                    )
+                })
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Full(rocketmq_names::MESSAGE_SIZE.into()),
+                        rocketmq_names::MESSAGE_SIZE_BUCKETS,
+                    )
+                })
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Full(rocketmq_names::RPC_LATENCY_MS.into()),
+                        rocketmq_names::RPC_LATENCY_BUCKETS,
+                    )
+                })
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Full(rocketmq_names::TOPIC_CREATE_EXECUTION_TIME_MS.into()),
+                        rocketmq_names::TOPIC_CREATE_BUCKETS,
                     )
                 });
             let recorder = match builder {

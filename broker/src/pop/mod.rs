@@ -15,6 +15,7 @@
 
 pub mod config;
 pub mod orderly;
+pub mod pair_counts;
 pub mod polling;
 pub mod revive;
 pub mod revive_log;
@@ -56,6 +57,8 @@ pub struct PopMetrics {
     pub ck_written: AtomicU64,
     /// Ack records written (acks, and revives recorded as acks).
     pub ack_written: AtomicU64,
+    /// The writes and revives per (group, topic).
+    pub pairs: pair_counts::PairCounts,
 }
 
 /// What the POP processors share.

@@ -76,6 +76,10 @@ impl Reviver {
                     self.metrics
                         .ack_written
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    self.metrics.pairs.add(&d.ck.cid, &d.ck.topic, |c| {
+                        c.retried += n;
+                        c.ack += 1;
+                    });
                 }
                 Err(e) => {
                     tracing::warn!(group = %d.ck.cid, topic = %d.ck.topic, queue = d.ck.queue_id, error = %e, "POP revive failed; tried again next pass");

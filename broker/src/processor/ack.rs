@@ -139,6 +139,7 @@ fn ack_offsets(
         .acked
         .fetch_add(offsets.len() as u64, Ordering::Relaxed);
     rt.metrics.ack_written.fetch_add(1, Ordering::Relaxed);
+    rt.metrics.pairs.add(group, topic, |c| c.ack += 1);
     Ok(())
 }
 
@@ -254,6 +255,9 @@ pub(crate) async fn change_invisible(
                 })
                 .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
             rt.metrics.ck_written.fetch_add(1, Ordering::Relaxed);
+            rt.metrics
+                .pairs
+                .add(&h.consumer_group, &h.topic, |c| c.ck += 1);
             ack_offsets(
                 &p,
                 &h.topic,

@@ -165,6 +165,7 @@ pub(crate) async fn clean_expired_cq(admin: &Arc<Admin>) -> Handled {
 /// UPDATE_AND_CREATE_TOPIC. A create waits until the table is on disk, off
 /// the async workers.
 pub(crate) async fn create_topic(admin: &Arc<Admin>, h: CreateTopicRequestHeader) -> Handled {
+    let started = std::time::Instant::now();
     let name = h.topic;
     validate::managed_topic(&name)?;
     let read = validate::queue_nums(
@@ -188,9 +189,9 @@ pub(crate) async fn create_topic(admin: &Arc<Admin>, h: CreateTopicRequestHeader
         attributes,
     };
     let topics = Arc::clone(&admin.topics);
-    blocking(move || topics.upsert(config))
-        .await?
-        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+    let stored = blocking(move || topics.upsert(config)).await?;
+    admin.rocketmq.topic_created(&name, stored.is_ok(), started);
+    stored.map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
     tracing::info!(topic = name, read, write, "topic created or updated");
     admin.topics_registered().await;
     Ok(success())
@@ -198,6 +199,7 @@ pub(crate) async fn create_topic(admin: &Arc<Admin>, h: CreateTopicRequestHeader
 
 /// UPDATE_AND_CREATE_TOPIC_LIST: all or nothing.
 pub(crate) async fn create_topics(admin: &Arc<Admin>, req: &RemotingCommand) -> Handled {
+    let started = std::time::Instant::now();
     let list: CreateTopicList =
         rmq_common::json::from_slice(req.body.as_deref().unwrap_or_default()).map_err(|e| {
             Refusal::new(
@@ -217,10 +219,20 @@ pub(crate) async fn create_topics(admin: &Arc<Admin>, req: &RemotingCommand) -> 
         t.attributes = topic_attributes::apply(admin.topics.get(&t.topic_name).as_ref(), &changes)?;
     }
     let count = list.topic_config_list.len();
+    // RocketMQ labels the list's one observation with its names joined
+    // by ';', which is a system topic's name only for a list of one.
+    let names = list
+        .topic_config_list
+        .iter()
+        .map(|t| t.topic_name.as_str())
+        .collect::<Vec<_>>()
+        .join(";");
     let topics = Arc::clone(&admin.topics);
-    blocking(move || topics.upsert_many(list.topic_config_list))
-        .await?
-        .map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
+    let stored = blocking(move || topics.upsert_many(list.topic_config_list)).await?;
+    admin
+        .rocketmq
+        .topic_created(&names, stored.is_ok(), started);
+    stored.map_err(|e| Refusal::new(ResponseCode::SystemError, e.to_string()))?;
     tracing::info!(count, "topics created or updated from a list");
     admin.topics_registered().await;
     Ok(success())

@@ -46,6 +46,7 @@ pub(crate) mod validate;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -57,6 +58,7 @@ use rmq_common::remoting::{
 use tokio_util::sync::CancellationToken;
 
 use crate::context::BrokerContext;
+use crate::metrics::rpc::{self, RpcResult};
 use parts::Parts;
 use rmq_remoting::{ConnId, Connection, RequestHandler};
 
@@ -153,10 +155,21 @@ impl RequestHandler for BrokerHandler {
         req: RemotingCommand,
     ) -> BoxFuture<'static, Option<RemotingCommand>> {
         async move {
+            let started = Instant::now();
             let oneway = req.is_oneway();
-            let resp = dispatch(&self.ctx, &self.parts, &self.gone, &conn, &req).await;
+            let rpc = &self.ctx.rocketmq.rpc;
+            let busy = rpc.busy(RequestCode::from_i32(req.code));
+            let (resp, held) =
+                rpc::scope(dispatch(&self.ctx, &self.parts, &self.gone, &conn, &req)).await;
+            drop(busy);
             if let Some(r) = &resp {
                 self.log_refusal(&conn, &req, r);
+                let result = if oneway {
+                    RpcResult::Oneway
+                } else {
+                    RpcResult::Success
+                };
+                rpc.record(req.code, r.code, held, result, started);
             }
             let resp = resp.map(|mut r| {
                 r.opaque = req.opaque;

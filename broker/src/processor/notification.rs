@@ -49,6 +49,7 @@ pub(crate) async fn notification(
             let key = polling::key(&h.topic, &h.consumer_group, h.queue_id);
             let topics = watched(&h.topic, &h.consumer_group, order);
             let gone = conn_gone();
+            crate::metrics::rpc::mark_suspended();
             let wait = path.pop.polling.wait(&key, false, &topics, left, check);
             match tokio::select! { w = wait => w, () = gone.cancelled() => Ok(false) } {
                 Ok(has) => answer.has_msg = has,

@@ -39,6 +39,7 @@ pub(crate) struct SendPath {
     pub clients: Arc<ClientManager>,
     pub calls: Arc<ClientCalls>,
     pub transactions: Arc<Transactions>,
+    pub rocketmq: Arc<crate::metrics::RocketmqMeters>,
 }
 
 /// What the pull path reaches: PULL_MESSAGE and LITE_PULL_MESSAGE.
@@ -106,6 +107,7 @@ pub(crate) struct Consumption {
 /// What topic and store administration reaches (admin.rs, runtime.rs).
 #[derive(Debug)]
 pub(crate) struct Admin {
+    pub rocketmq: Arc<crate::metrics::RocketmqMeters>,
     pub settings: Arc<Settings>,
     pub runtime: Arc<RuntimeConfig>,
     pub store: Arc<MessageStore>,
@@ -197,6 +199,7 @@ impl Parts {
                 clients: Arc::clone(&ctx.clients),
                 calls: Arc::clone(&ctx.calls),
                 transactions: Arc::clone(&ctx.transactions),
+                rocketmq: Arc::clone(&ctx.rocketmq),
             }),
             pull: Arc::new(PullPath {
                 settings: Arc::clone(&settings),
@@ -242,6 +245,7 @@ impl Parts {
                 items: Arc::clone(&ctx.items),
             }),
             admin: Arc::new(Admin {
+                rocketmq: Arc::clone(&ctx.rocketmq),
                 settings,
                 runtime: Arc::clone(&ctx.runtime),
                 store: Arc::clone(&ctx.store),

@@ -122,6 +122,7 @@ pub(crate) async fn pop(
             break;
         };
         let j = Arc::clone(&job);
+        crate::metrics::rpc::mark_suspended();
         let wait = rt
             .polling
             .wait(&key, true, &topics, left, move || has_new(&j));
@@ -425,6 +426,7 @@ fn read_queue(
         rt.metrics
             .ck_written
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        rt.metrics.pairs.add(group, topic, |c| c.ck += 1);
         p.offsets
             .commit(group, topic, queue_id, r.next_begin_offset);
     }

@@ -95,6 +95,7 @@ pub(crate) async fn pull(
         let store = Arc::clone(&path.store);
         let (topic, queue_id, offset) = (h.topic.clone(), h.queue_id, h.queue_offset);
         let gone = conn_gone();
+        crate::metrics::rpc::mark_suspended();
         let hold = path.pull_hold.wait(&h.topic, h.queue_id, wait, move || {
             store.max_offset_in_queue(&topic, queue_id).unwrap_or(0) > offset
         });
@@ -107,6 +108,12 @@ pub(crate) async fn pull(
         }
     }
     if !result.messages.is_empty() {
+        path.offsets.pulled.pulled(
+            &h.consumer_group,
+            &h.topic,
+            h.queue_id,
+            result.next_begin_offset,
+        );
         path.items.group_get(
             &h.topic,
             &h.consumer_group,

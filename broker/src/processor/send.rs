@@ -165,6 +165,10 @@ pub(crate) async fn send(
     let replicate = path.settings.broker.broker_role == crate::ha::BrokerRole::SyncMaster
         && messages.first().is_some_and(rmq_store::wants_wait);
     let slave_timeout = std::time::Duration::from_millis(path.settings.broker.slave_timeout_ms);
+    let putting = path
+        .rocketmq
+        .rpc
+        .processor(crate::metrics::rpc::Processor::AsyncPut);
     let (result, replica) = path
         .store
         .put_async_with(&messages, |end| async move {
@@ -176,12 +180,13 @@ pub(crate) async fn send(
         })
         .await?;
     let wrote: i64 = result.appended.iter().map(|a| i64::from(a.size)).sum();
+    drop(putting);
     if let Some(m) = messages.first() {
-        path.items.topic_put(
-            &m.topic,
-            result.appended.len() as u64,
-            u64::try_from(wrote).unwrap_or(0),
-        );
+        let bytes = u64::try_from(wrote).unwrap_or(0);
+        path.items
+            .topic_put(&m.topic, result.appended.len() as u64, bytes);
+        path.rocketmq
+            .message_stored(&m.topic, result.appended.len(), bytes);
     }
     let first = result
         .appended

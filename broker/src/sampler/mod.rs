@@ -1,9 +1,11 @@
 //! Gauges read from the broker's state: set every second by the broker's
 //! sampler task and once more right before each scrape.
 
+mod consumers;
 mod lanes;
 mod pop;
 mod rocketmq;
+mod timer;
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -32,6 +34,10 @@ pub const CONSUMER_LAG_SERIES_MAX: usize = 50;
 pub struct Sources {
     /// Settings (role, store root, cluster and broker names).
     pub settings: Settings,
+    /// Settings changed at run time (the broker's permission).
+    pub runtime: Arc<crate::runtime_config::RuntimeConfig>,
+    /// RocketMQ 5.x's recorded series (the processor watermarks).
+    pub rocketmq: Arc<crate::metrics::RocketmqMeters>,
     /// The message store.
     pub store: Arc<MessageStore>,
     /// Topic table.
@@ -66,6 +72,9 @@ pub struct Sampler {
     /// Bytes each consume-queue backend's folder holds on disk, re-read
     /// every [`lanes::DISK_BYTES_EVERY`] (a walk of every queue folder).
     disk_bytes: parking_lot::Mutex<lanes::DiskBytes>,
+    /// `rocketmq_timer_message_snapshot`, recounted every
+    /// [`timer::SNAPSHOT_EVERY`].
+    timer_snapshot: parking_lot::Mutex<timer::Snapshot>,
 }
 
 impl Sampler {
@@ -75,6 +84,7 @@ impl Sampler {
             ctx,
             labels,
             disk_bytes: parking_lot::Mutex::default(),
+            timer_snapshot: parking_lot::Mutex::default(),
         }
     }
 
@@ -113,7 +123,7 @@ impl Sampler {
         self.consume_queues();
         let lag = self.lag_by_group();
         self.consumer_lag(&lag);
-        self.rocketmq(&lag);
+        self.rocketmq();
         self.services();
         self.process();
     }
@@ -274,36 +284,6 @@ impl Sampler {
             names::CONNECTIONS,
             self.ctx.connections.load(Ordering::Relaxed) as f64,
         );
-    }
-
-    fn timers(&self) {
-        let Some(t) = &self.ctx.timers else {
-            return;
-        };
-        let labels = self.with(&[("timer_store", t.timer_store().backend().as_str().into())]);
-        let enqueue_lag = t.enqueue_lag() as f64;
-        let due_lag_ms = t.due_lag_ms();
-        metrics::gauge!(names::TIMER_BACKLOG, labels.clone()).set(t.backlog() as f64);
-        metrics::gauge!(names::TIMER_DUE_LAG_SECONDS, labels.clone()).set(due_lag_ms as f64 / 1e3);
-        metrics::gauge!(names::TIMER_DISK_BYTES, labels.clone())
-            .set(t.timer_store().disk_bytes() as f64);
-        self.gauge(names::TIMER_ENQUEUE_LAG, enqueue_lag);
-        let counts = t.counts();
-        metrics::counter!(names::TIMER_DELIVERED_TOTAL, self.labels.clone())
-            .absolute(counts.delivered.load(Ordering::Relaxed));
-        metrics::counter!(names::TIMER_RECALLED_TOTAL, self.labels.clone())
-            .absolute(counts.recalled.load(Ordering::Relaxed));
-        let rocketmq = self.rocketmq_timer_labels();
-        metrics::gauge!(
-            crate::metrics::rocketmq_names::TIMER_ENQUEUE_LAG,
-            rocketmq.clone()
-        )
-        .set(enqueue_lag);
-        metrics::gauge!(
-            crate::metrics::rocketmq_names::TIMER_DEQUEUE_LATENCY_MS,
-            rocketmq
-        )
-        .set(due_lag_ms as f64);
     }
 
     fn process(&self) {

@@ -26,16 +26,28 @@ impl Sampler {
         metrics::gauge!(names::POP_REVIVE_DUE_LAG_SECONDS, own)
             .set(m.revive_lag_ms.load(Ordering::Relaxed) as f64 / 1e3);
 
-        let typed = |t: &str| self.rocketmq_labels(&[("revive_message_type", t.into())]);
-        metrics::counter!(r::POP_REVIVE_IN_MESSAGE_TOTAL, typed("CK"))
-            .absolute(m.ck_written.load(Ordering::Relaxed));
-        metrics::counter!(r::POP_REVIVE_IN_MESSAGE_TOTAL, typed("ACK"))
-            .absolute(m.ack_written.load(Ordering::Relaxed));
-        metrics::counter!(
-            r::POP_REVIVE_RETRY_MESSAGES_TOTAL,
-            self.rocketmq_labels(&[("put_status", "PUT_OK".into())])
-        )
-        .absolute(m.revived.load(Ordering::Relaxed));
+        for (group, topic, c) in m.pairs.all() {
+            let pair = |extra: &[(&'static str, String)]| {
+                let mut l = vec![("consumer_group", group.clone()), ("topic", topic.clone())];
+                l.extend_from_slice(extra);
+                self.rocketmq_labels(&l)
+            };
+            for (kind, n) in [("CK", c.ck), ("ACK", c.ack)] {
+                let labels = pair(&[
+                    ("revive_message_type", kind.into()),
+                    ("put_status", "PUT_OK".into()),
+                ]);
+                metrics::counter!(r::POP_REVIVE_IN_MESSAGE_TOTAL, labels).absolute(n);
+            }
+            let labels = pair(&[("put_status", "PUT_OK".into())]);
+            metrics::counter!(r::POP_REVIVE_RETRY_MESSAGES_TOTAL, labels).absolute(c.retried);
+        }
+        // RocketMQ buffers checkpoints in memory (its POP buffer-merge
+        // service) and writes them later; this broker writes each one when
+        // the pop is answered, so nothing is ever buffered.
+        for name in [r::POP_CHECKPOINT_BUFFER_SIZE, r::POP_OFFSET_BUFFER_SIZE] {
+            metrics::gauge!(name, self.rocketmq_labels(&[])).set(0.0);
+        }
         if !pop.config.pop_kv_store {
             self.revive_queues();
         }
@@ -66,8 +78,8 @@ impl Sampler {
                 0
             };
             let labels: Vec<Label> = self.rocketmq_labels(&[("queue_id", q.to_string())]);
-            metrics::gauge!(r::POP_REVIVE_LAG, labels.clone()).set((max - at) as f64);
-            metrics::gauge!(r::POP_REVIVE_LATENCY, labels).set(latency as f64);
+            metrics::gauge!(r::POP_REVIVE_LAG_MS, labels.clone()).set((max - at) as f64);
+            metrics::gauge!(r::POP_REVIVE_LATENCY_MS, labels).set(latency as f64);
         }
     }
 }

@@ -2,8 +2,12 @@
 //! (`metricsExporterType=PROM`, OpenTelemetry Java 1.29), under the same
 //! names, units and labels, so dashboards and alerts written for it work
 //! here: besides this broker's `broker` label, every series carries
-//! `cluster`, `node_type="broker"` and `node_id` (the broker name), and the
-//! store's carry `storage_type="local"` and `storage_medium="disk"`.
+//! `cluster`, `node_type="broker"`, `node_id` (the broker name) and
+//! `otel_scope_name` (`crate::metrics::rocketmq::common_labels`), and the
+//! store's carry `storage_type="local"` and `storage_medium="disk"`. The
+//! sampled ones are set here and in `consumers`, `timer` and `pop`; the
+//! recorded ones (message sizes, topic creation, per request) are
+//! `crate::metrics::rocketmq` and `crate::metrics::rpc`.
 //!
 //! Counters are set from the broker's running totals (the same ones
 //! GET_BROKER_RUNTIME_INFO and VIEW_BROKER_STATS_DATA read), so the put and
@@ -12,43 +16,14 @@
 //! stored topic (the schedule topic is `delay`, the half topic
 //! `transaction`, anything else `normal`).
 
-use std::collections::HashMap;
-
 use metrics::Label;
-use rmq_common::constants::{
-    DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC, TRANS_HALF_TOPIC,
-};
 use rmq_common::names::is_system_topic;
 
+use super::consumers::system_group;
 use super::Sampler;
 
+use crate::metrics::rocketmq::{common_labels, counted, message_type, CARDINALITY_LIMIT};
 use crate::metrics::rocketmq_names as n;
-
-/// RocketMQ's `metricsOtelCardinalityLimit` default: series of one name
-/// beyond it are not exported.
-const CARDINALITY_LIMIT: usize = 50_000;
-
-/// RocketMQ's system consumer groups start with this (case-insensitive).
-const SYSTEM_GROUP_PREFIX: &str = "CID_RMQ_SYS_";
-
-fn message_type(topic: &str) -> &'static str {
-    if topic == SCHEDULE_TOPIC {
-        "delay"
-    } else if topic == TRANS_HALF_TOPIC {
-        "transaction"
-    } else {
-        "normal"
-    }
-}
-
-fn counted(topic: &str) -> bool {
-    !topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) && !topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
-}
-
-fn system_group(group: &str) -> bool {
-    group.len() >= SYSTEM_GROUP_PREFIX.len()
-        && group[..SYSTEM_GROUP_PREFIX.len()].eq_ignore_ascii_case(SYSTEM_GROUP_PREFIX)
-}
 
 fn flag(b: bool) -> String {
     b.to_string()
@@ -58,12 +33,7 @@ impl Sampler {
     /// `broker` plus RocketMQ's common labels, then `extra`.
     pub(super) fn rocketmq_labels(&self, extra: &[(&'static str, String)]) -> Vec<Label> {
         let broker = &self.ctx.settings.broker;
-        let mut l = vec![
-            self.broker_label(),
-            Label::new("cluster", broker.broker_cluster_name.clone()),
-            Label::new("node_type", "broker"),
-            Label::new("node_id", broker.broker_name.clone()),
-        ];
+        let mut l = common_labels(&broker.broker_name, &broker.broker_cluster_name);
         l.extend(extra.iter().map(|(k, v)| Label::new(*k, v.clone())));
         l
     }
@@ -76,15 +46,23 @@ impl Sampler {
         ])
     }
 
-    pub(super) fn rocketmq(&self, lag: &HashMap<(String, String), i64>) {
+    pub(super) fn rocketmq(&self) {
         self.rocketmq_storage();
         self.rocketmq_traffic();
-        self.rocketmq_lag(lag);
-        let gauge = |name: &'static str, v: usize| {
-            metrics::gauge!(name, self.rocketmq_labels(&[])).set(v as f64);
+        self.rocketmq_consumers();
+        let gauge = |name: &'static str, v: f64| {
+            metrics::gauge!(name, self.rocketmq_labels(&[])).set(v);
         };
-        gauge(n::TOPIC_NUMBER, self.ctx.topics.all().len());
-        gauge(n::CONSUMER_GROUP_NUMBER, self.ctx.groups.all().len());
+        gauge(n::TOPIC_NUMBER, self.ctx.topics.all().len() as f64);
+        gauge(n::CONSUMER_GROUP_NUMBER, self.ctx.groups.all().len() as f64);
+        gauge(
+            n::BROKER_PERMISSION,
+            f64::from(self.ctx.runtime.broker_permission()),
+        );
+        for (p, busy) in self.ctx.rocketmq.rpc.watermarks() {
+            let labels = self.rocketmq_labels(&[("processor", p.as_str().into())]);
+            metrics::gauge!(n::PROCESSOR_WATERMARK, labels).set(busy as f64);
+        }
     }
 
     fn rocketmq_storage(&self) {
@@ -148,22 +126,6 @@ impl Sampler {
             ]);
             metrics::counter!(n::MESSAGES_OUT_TOTAL, labels.clone()).absolute(messages);
             metrics::counter!(n::THROUGHPUT_OUT_TOTAL, labels).absolute(bytes);
-        }
-    }
-
-    /// Committed-offset lag per (group, topic), as RocketMQ's
-    /// ConsumerLagCalculator counts it for pull consumers.
-    fn rocketmq_lag(&self, lag: &HashMap<(String, String), i64>) {
-        let lag = lag.iter().filter(|((_, topic), _)| counted(topic));
-        for ((group, topic), l) in lag.take(CARDINALITY_LIMIT) {
-            let system = is_system_topic(topic) || system_group(group);
-            let labels = self.rocketmq_labels(&[
-                ("consumer_group", group.clone()),
-                ("topic", topic.clone()),
-                ("is_retry", flag(false)),
-                ("is_system", flag(system)),
-            ]);
-            metrics::gauge!(n::CONSUMER_LAG_MESSAGES, labels).set(*l as f64);
         }
     }
 }

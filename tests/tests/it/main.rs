@@ -28,6 +28,7 @@ mod meta5x;
 mod meta_crash;
 mod meta_scale;
 mod metrics;
+mod metrics_apache;
 mod mqadmin;
 mod namesrv;
 mod pop_conformance;

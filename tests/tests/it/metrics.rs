@@ -466,7 +466,7 @@ async fn pop_families(kv: bool) {
         value(s, "rmq_pop_acks_total", &[("pop_state", form)]) == Some(1.0)
             && (kv
                 || s.iter()
-                    .any(|x| x.name == "rocketmq_pop_revive_lag" && x.value >= 1.0))
+                    .any(|x| x.name == "rocketmq_pop_revive_lag_milliseconds" && x.value >= 1.0))
     })
     .await;
     assert_eq!(
@@ -481,7 +481,13 @@ async fn pop_families(kv: bool) {
     let ck = value(
         &samples,
         "rocketmq_pop_revive_in_message_total",
-        &[("revive_message_type", "CK"), ("node_type", "broker")],
+        &[
+            ("revive_message_type", "CK"),
+            ("node_type", "broker"),
+            ("consumer_group", GROUP),
+            ("topic", TOPIC),
+            ("put_status", "PUT_OK"),
+        ],
     );
     assert_eq!(
         ck,
@@ -502,7 +508,7 @@ async fn pop_families(kv: bool) {
     .is_some());
     let lag = samples
         .iter()
-        .filter(|s| s.name == "rocketmq_pop_revive_lag")
+        .filter(|s| s.name == "rocketmq_pop_revive_lag_milliseconds")
         .map(|s| s.value)
         .sum::<f64>();
     if kv {
@@ -512,7 +518,8 @@ async fn pop_families(kv: bool) {
         assert!(lag >= 1.0, "revive lag {lag}");
         assert!(samples
             .iter()
-            .any(|s| s.name == "rocketmq_pop_revive_latency" && s.label("queue_id").is_some()));
+            .any(|s| s.name == "rocketmq_pop_revive_latency_milliseconds"
+                && s.label("queue_id").is_some()));
     }
     broker.shutdown().await;
 }

@@ -40,6 +40,12 @@ const ROCKETMQ_QUERIES: &[&str] = &[
 const ROCKETMQ_UNIT_LINT: &[&str] = &[
     "rocketmq_storage_message_reserve_time_milliseconds ",
     "rocketmq_timer_dequeue_latency_milliseconds ",
+    "rocketmq_timer_enqueue_latency_milliseconds ",
+    "rocketmq_consumer_lag_latency_milliseconds ",
+    "rocketmq_consumer_queueing_latency_milliseconds ",
+    "rocketmq_pop_revive_lag_milliseconds ",
+    "rocketmq_pop_revive_latency_milliseconds ",
+    "rocketmq_rpc_latency_milliseconds ",
 ];
 
 fn tool(name: &str) -> PathBuf {

@@ -265,6 +265,10 @@ impl TimerStore for RocksTimerStore {
         self.backlog.load(Ordering::Relaxed)
     }
 
+    fn pending_in(&self, from_ms: i64, to_ms: i64) -> Result<i64, TimerError> {
+        self.count(from_ms, to_ms)
+    }
+
     fn horizon_ms(&self) -> Option<i64> {
         None
     }

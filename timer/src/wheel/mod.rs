@@ -286,6 +286,10 @@ impl TimerStore for WheelTimerStore {
         self.backlog.load(Ordering::Relaxed)
     }
 
+    fn pending_in(&self, from_ms: i64, to_ms: i64) -> Result<i64, TimerError> {
+        Ok(self.inner.lock().wheel.count_between(from_ms, to_ms))
+    }
+
     fn horizon_ms(&self) -> Option<i64> {
         Some((SLOTS_TOTAL - BLANK_SLOTS) * self.precision)
     }

@@ -160,6 +160,18 @@ impl Wheel {
             .sum()
     }
 
+    /// Sum of `num` over the slots of `[from_ms, to_ms)` (at most one
+    /// wheel's worth of slots: the wheel holds no more).
+    pub fn count_between(&self, from_ms: i64, to_ms: i64) -> i64 {
+        let (from, to) = (from_ms / self.precision, to_ms / self.precision);
+        let to = to.min(from.saturating_add(FILE_SLOTS));
+        (from..to)
+            .map(|t| self.get(t * self.precision))
+            .filter(|s| s.last_pos >= 0)
+            .map(|s| i64::from(s.num))
+            .sum()
+    }
+
     /// Slots holding a time at or after `from_ms` whose last unit lies at
     /// or past `end` (units a crash lost): for recovery's check. A slot
     /// never written reads as zeros (time 0) and holds nothing to lose.
