@@ -2,8 +2,8 @@
 # Installs what the tests need on a fresh Debian machine: what the build
 # needs (scripts/setup-build.sh), then a real Prometheus, Node with the
 # ali-ons and rocketmq-client-nodejs packages, the two Java suites on the
-# stock client and tools, and Apache RocketMQ's 4.9.7 jars. The run command (scripts/run.sh) needs none
-# of these and runs only setup-build.sh.
+# stock client and tools, and Apache RocketMQ's 4.9.7 jars. The run command
+# (scripts/run.sh) needs none of these and runs only setup-build.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-build.sh
