@@ -5,7 +5,8 @@
 //   node grpc_check.js --scenario send --endpoint 127.0.0.1:8081 --topic T \
 //       --count 5 --tag TagA --mode sync|async [--message-groups 3]
 //   node grpc_check.js --scenario simple|fifo --endpoint 127.0.0.1:8081 \
-//       --topic T --group G --count 10 [--filter TagA]
+//       --topic T --group G --count 10 [--filter TagA] [--invisible-ms 15000]
+//       [--linger-ms 0 (simple)] [--batch 2 (fifo)]
 //   ... [--timeout-ms 60000]
 //
 // Each message sent or received is one line

@@ -29,6 +29,11 @@ use crate::proxy_grpc::{create_topic, lines, Line, CALL_TIMEOUT};
 const SCENARIO_DEADLINE: Duration = Duration::from_secs(60);
 /// Backstop: a run still alive this long is killed.
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
+/// Invisible time of the receives whose acks are checked (the proxy's
+/// least), and how long after the last ack nothing may come back: past it
+/// and the broker's revive scan (1 s), so an ack that did not hold shows.
+const ACK_CHECK_INVISIBLE: Duration = Duration::from_secs(10);
+const ACK_CHECK_LINGER: Duration = Duration::from_secs(14);
 /// Longest `node --version` may take.
 const NODE_PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The client package the script drives.
@@ -166,34 +171,33 @@ fn received_in_order(run: &ChildRun) -> Vec<Line> {
         .collect()
 }
 
-/// Runs the consuming `scenario` of `group` on `topic`; what it received,
-/// in order, after checking that it is exactly `want`, each once.
+/// Runs the consuming `scenario` of `group` on `topic` (with `more`
+/// arguments); what it received, in order, after checking that it is
+/// exactly `want`, each once.
 async fn consume(
     out: &Path,
     endpoint: &str,
     (topic, group, filter): (&str, &str, &str),
-    scenario_name: &str,
+    (scenario_name, more): (&str, &[&str]),
     want: &BTreeSet<Line>,
 ) -> Vec<Line> {
     let count = want.len().to_string();
-    let run = scenario(
-        out,
-        &[
-            "--scenario",
-            scenario_name,
-            "--endpoint",
-            endpoint,
-            "--topic",
-            topic,
-            "--group",
-            group,
-            "--filter",
-            filter,
-            "--count",
-            &count,
-        ],
-    )
-    .await;
+    let mut args = vec![
+        "--scenario",
+        scenario_name,
+        "--endpoint",
+        endpoint,
+        "--topic",
+        topic,
+        "--group",
+        group,
+        "--filter",
+        filter,
+        "--count",
+        &count,
+    ];
+    args.extend_from_slice(more);
+    let run = scenario(out, &args).await;
     let got = received_in_order(&run);
     let distinct: BTreeSet<Line> = got.iter().cloned().collect();
     assert_eq!(
@@ -211,7 +215,8 @@ async fn consume(
     got
 }
 
-/// Plain sends, then SimpleConsumer receive and ack: everything, and a tag
+/// Plain sends, then SimpleConsumer receive and ack: everything (and then
+/// nothing more, past the invisible time: the acks held), and a tag
 /// filter's share.
 async fn send_and_simple(broker: &Broker, out: &Path, endpoint: &str) {
     let topic = "NodeTopic";
@@ -233,12 +238,22 @@ async fn send_and_simple(broker: &Broker, out: &Path, endpoint: &str) {
         })
         .sum();
     assert_eq!(stored, 10, "messages in {topic} on the broker");
-    consume(out, endpoint, (topic, "NodeSimpleAll", "*"), "simple", &all).await;
+    let invisible = ACK_CHECK_INVISIBLE.as_millis().to_string();
+    let linger = ACK_CHECK_LINGER.as_millis().to_string();
+    let ack_check: &[&str] = &["--invisible-ms", &invisible, "--linger-ms", &linger];
+    consume(
+        out,
+        endpoint,
+        (topic, "NodeSimpleAll", "*"),
+        ("simple", ack_check),
+        &all,
+    )
+    .await;
     consume(
         out,
         endpoint,
         (topic, "NodeSimpleTagA", "TagA"),
-        "simple",
+        ("simple", &[]),
         &tag_a,
     )
     .await;
@@ -252,7 +267,7 @@ async fn fifo(broker: &Broker, out: &Path, endpoint: &str) {
     create_topic(broker, topic, 2, "FIFO").await;
     create_group(broker, group, true).await;
     let sent = send(out, endpoint, topic, ("TagA", "sync"), count, groups).await;
-    let got = consume(out, endpoint, (topic, group, "*"), "fifo", &sent).await;
+    let got = consume(out, endpoint, (topic, group, "*"), ("fifo", &[]), &sent).await;
     // Body `sync-body-i` went to message group i mod `groups`.
     let mut order: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for (_, _, _, body) in &got {
