@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh Debian machine: what the build
 # needs (scripts/setup-build.sh), then a real Prometheus, Node with the
-# ali-ons package, the two Java suites on the stock client and tools, and
-# Apache RocketMQ's 4.9.7 jars. The run command (scripts/run.sh) needs none
-# of these and runs only setup-build.sh.
+# ali-ons and rocketmq-client-nodejs packages, the two Java suites on the
+# stock client and tools, and Apache RocketMQ's 4.9.7 jars. The run command
+# (scripts/run.sh) needs none of these and runs only setup-build.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-build.sh
@@ -15,16 +15,21 @@ if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 fi
-# The real-client test drives the npm package ali-ons (pure JavaScript).
-if [ ! -d tests/node/node_modules/ali-ons ]; then
+# The real-client test drives the npm package ali-ons (pure JavaScript);
+# the Node gRPC test drives rocketmq-client-nodejs (RocketMQ 5.x gRPC)
+# through Apache's proxy (tests/tests/it/proxy_node.rs).
+install_node_suite() { # <folder under tests> <package it pins>
+    [ -d "tests/$1/node_modules/$2" ] && return
     if ! command -v npm >/dev/null 2>&1; then
         SUDO=""
         [ "$(id -u)" -ne 0 ] && SUDO="sudo"
         $SUDO apt-get update -qq
         $SUDO apt-get install -y -qq nodejs npm >/dev/null
     fi
-    npm ci --prefix tests/node --no-audit --no-fund >/dev/null
-fi
+    npm ci --prefix "tests/$1" --no-audit --no-fund >/dev/null
+}
+install_node_suite node ali-ons
+install_node_suite node5 rocketmq-client-nodejs
 # The Java-client and mqadmin tests drive the stock rocketmq-client and
 # rocketmq-tools from tests/java, built twice from the same sources: 4.9.8
 # into target/ and 5.3.3 into target-5/ (Maven's cache ~/.m2 is outside the

@@ -36,6 +36,7 @@ mod pop_crash;
 mod prometheus;
 mod proxy_grpc;
 mod proxy_grpc_pop;
+mod proxy_node;
 mod real_client;
 mod replication;
 mod reput_concurrent;
