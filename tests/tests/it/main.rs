@@ -34,6 +34,7 @@ mod pop_conformance;
 mod pop_crash;
 mod prometheus;
 mod proxy_grpc;
+mod proxy_grpc_5x;
 mod proxy_grpc_pop;
 mod real_client;
 mod replication;
