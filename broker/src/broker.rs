@@ -201,7 +201,10 @@ impl Broker {
             Some(
                 TransactionService::start(
                     Arc::clone(&transactions),
-                    Arc::new(ProducerCheckSender::new(Arc::clone(&clients))),
+                    Arc::new(ProducerCheckSender::new(
+                        Arc::clone(&clients),
+                        &settings.broker.broker_name,
+                    )),
                     addr,
                     Duration::from_millis(settings.broker.transaction_check_interval_ms),
                 )

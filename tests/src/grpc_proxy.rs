@@ -82,21 +82,37 @@ impl ApacheProxy {
     /// serves. Panics with its output if it stops or does not start in
     /// [`PROXY_START_TIMEOUT`].
     pub async fn start(home: &Path, namesrv: SocketAddr, cluster: &str) -> Self {
+        Self::start_with(home, namesrv, cluster, serde_json::Map::new()).await
+    }
+
+    /// [`ApacheProxy::start`] with more `proxy.json` keys (`ProxyConfig`
+    /// fields, e.g. `transactionHeartbeatPeriodSecond`).
+    pub async fn start_with(
+        home: &Path,
+        namesrv: SocketAddr,
+        cluster: &str,
+        extra: serde_json::Map<String, serde_json::Value>,
+    ) -> Self {
         let (home, cluster) = (home.to_path_buf(), cluster.to_owned());
-        tokio::task::spawn_blocking(move || Self::start_blocking(&home, namesrv, &cluster))
+        tokio::task::spawn_blocking(move || Self::start_blocking(&home, namesrv, &cluster, &extra))
             .await
             .expect("proxy start task")
     }
 
-    /// [`ApacheProxy::start`], blocking.
-    pub fn start_blocking(home: &Path, namesrv: SocketAddr, cluster: &str) -> Self {
+    /// [`ApacheProxy::start_with`], blocking.
+    pub fn start_blocking(
+        home: &Path,
+        namesrv: SocketAddr,
+        cluster: &str,
+        extra: &serde_json::Map<String, serde_json::Value>,
+    ) -> Self {
         require_jars();
         let mut last = String::new();
         for attempt in 0..BIND_ATTEMPTS {
             let grpc = crate::apache::free_port();
             let remoting = crate::apache::free_port();
             let dir = home.join(format!("proxy-{attempt}"));
-            let mut proxy = Self::spawn(&dir, namesrv, cluster, grpc, remoting);
+            let mut proxy = Self::spawn(&dir, namesrv, cluster, grpc, remoting, extra);
             match proxy.wait_ready() {
                 Ok(()) => return proxy,
                 Err(text) if text.contains("Address already in use") => last = text,
@@ -126,14 +142,24 @@ impl ApacheProxy {
         )
     }
 
-    fn spawn(home: &Path, namesrv: SocketAddr, cluster: &str, grpc: u16, remoting: u16) -> Self {
+    fn spawn(
+        home: &Path,
+        namesrv: SocketAddr,
+        cluster: &str,
+        grpc: u16,
+        remoting: u16,
+        extra: &serde_json::Map<String, serde_json::Value>,
+    ) -> Self {
         std::fs::create_dir_all(home).unwrap();
         let conf = home.join("proxy.json");
-        let json = serde_json::json!({
+        let mut json = serde_json::json!({
             "rocketMQClusterName": cluster,
             "grpcServerPort": grpc,
             "remotingListenPort": remoting,
         });
+        if let Some(map) = json.as_object_mut() {
+            map.extend(extra.clone());
+        }
         std::fs::write(&conf, json.to_string()).unwrap();
         let out = home.join("proxy.out");
         let file = std::fs::File::create(&out).unwrap();

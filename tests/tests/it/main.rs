@@ -35,6 +35,7 @@ mod pop_conformance;
 mod pop_crash;
 mod prometheus;
 mod proxy_grpc;
+mod proxy_grpc_5x;
 mod proxy_grpc_pop;
 mod proxy_node;
 mod real_client;

@@ -25,7 +25,7 @@ use crate::proxy_grpc::{create_topic, lines, scenario, Line, CALL_TIMEOUT};
 
 /// Creates the subscription group `name` (the proxy refuses a group the
 /// broker does not know), FIFO when `orderly`.
-async fn create_group(broker: &Broker, name: &str, orderly: bool) {
+pub(crate) async fn create_group(broker: &Broker, name: &str, orderly: bool) {
     let client = sdk::connect(broker.addr()).await.unwrap();
     let mut req = RemotingCommand::request(RequestCode::UpdateAndCreateSubscriptionGroup);
     let body = serde_json::json!({"groupName": name, "consumeMessageOrderly": orderly});
@@ -72,7 +72,7 @@ async fn send(
 }
 
 /// The RECV lines of a consuming scenario, in the order received.
-fn received_in_order(run: &java::JavaRun) -> Vec<Line> {
+pub(crate) fn received_in_order(run: &java::JavaRun) -> Vec<Line> {
     run.stdout
         .lines()
         .filter(|l| l.starts_with("RECV\t"))

@@ -14,6 +14,7 @@
 //! `TRANS_CHECK_MAX_TIME_TOPIC`. Progress is kept, as in RocketMQ, as the
 //! consumer offsets of group `CID_RMQ_SYS_TRANS` on the half and op queues.
 
+mod check_body;
 mod runner;
 mod sender;
 mod state;
@@ -213,18 +214,22 @@ impl Transactions {
             for unit in &units {
                 if let Some(bytes) = unit_record(&self.store, unit) {
                     if let Ok(view) = RecordView::parse(&bytes, false) {
-                        let half = std::str::from_utf8(view.body())
-                            .ok()
-                            .and_then(|b| b.trim().parse::<i64>().ok());
-                        match half {
-                            Some(half) => state.record_op(
+                        match state::op_half_offsets(view.body()) {
+                            // Our own ops name one half and its id; a 5.x
+                            // batch names several, without ids.
+                            Some(halves) if halves.len() == 1 => state.record_op(
                                 unit.queue_offset,
-                                half,
+                                halves[0],
                                 view.property(OP_HALF_ID).as_deref(),
                             ),
+                            Some(halves) => {
+                                for half in halves {
+                                    state.record_op(unit.queue_offset, half, None);
+                                }
+                            }
                             None => tracing::warn!(
                                 op_offset = unit.queue_offset,
-                                "op record body is not a half queue offset; ignored"
+                                "op record body is neither a half queue offset nor a list of them; ignored"
                             ),
                         }
                     }
@@ -500,6 +505,8 @@ impl Transactions {
                             msg_id: uniq.clone(),
                             transaction_id: tx_id,
                             offset_msg_id: Some(msg_id),
+                            topic: Some(TRANS_HALF_TOPIC.to_owned()),
+                            broker_name: None,
                         },
                         phy,
                     ));
@@ -512,7 +519,11 @@ impl Transactions {
         // Sent after the progress is persisted, outside the lock (the
         // answers come back as END_TRANSACTION, which takes it).
         for (group, header, phy) in checks {
-            let Some(body) = self.store.record_at(phy).map(|s| s.bytes().to_vec()) else {
+            let Some(body) = self
+                .store
+                .record_at(phy)
+                .and_then(|s| check_body::check_body(s.bytes()))
+            else {
                 continue;
             };
             if sender.send_check(&group, &header, body) {

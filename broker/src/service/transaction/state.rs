@@ -5,6 +5,23 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+/// The half queue offsets an op record's body names: one number (what this
+/// broker and 4.9 write) or, as 5.x batches them, a list `"o1,o2,"` (items
+/// ended by commas, the last one optional). `None` when any item is not a
+/// number (the op is then ignored, as a whole).
+pub fn op_half_offsets(body: &[u8]) -> Option<Vec<i64>> {
+    let text = std::str::from_utf8(body).ok()?;
+    let items: Vec<&str> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|i| !i.is_empty())
+        .collect();
+    if items.is_empty() {
+        return None;
+    }
+    items.iter().map(|i| i.parse::<i64>().ok()).collect()
+}
+
 /// Resolution state of the half queue.
 #[derive(Debug, Default)]
 pub struct TxState {
@@ -39,7 +56,10 @@ impl TxState {
         if half_offset < self.half_progress {
             return;
         }
-        self.pending_ops.insert(op_offset, half_offset);
+        // A 5.x op may resolve several halves: it stays pending until the
+        // walk has passed the highest of them.
+        let highest = self.pending_ops.entry(op_offset).or_insert(half_offset);
+        *highest = (*highest).max(half_offset);
         self.resolved.insert(half_offset, op_offset);
         if let Some(id) = uniq.filter(|id| !id.is_empty()) {
             self.resolved_ids.insert(id.to_owned(), half_offset);
@@ -85,6 +105,33 @@ impl TxState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn op_bodies_single_and_5x_list() {
+        assert_eq!(op_half_offsets(b"17"), Some(vec![17]));
+        assert_eq!(op_half_offsets(b" 17\n"), Some(vec![17]));
+        assert_eq!(op_half_offsets(b"3,9,12,"), Some(vec![3, 9, 12]));
+        assert_eq!(op_half_offsets(b"3,9"), Some(vec![3, 9]));
+        assert_eq!(op_half_offsets(b""), None);
+        assert_eq!(op_half_offsets(b","), None);
+        assert_eq!(op_half_offsets(b"3,x,"), None, "one bad item spoils the op");
+        assert_eq!(op_half_offsets(&[0xff, b'1']), None);
+    }
+
+    #[test]
+    fn a_list_op_stays_pending_until_its_highest_half_is_passed() {
+        let mut s = TxState::new(0, 0);
+        s.op_read = 1;
+        for half in [9, 3, 5] {
+            s.record_op(0, half, None);
+        }
+        assert!(s.is_done(3, None) && s.is_done(5, None) && s.is_done(9, None));
+        assert!(!s.is_done(4, None));
+        s.advance_half(6);
+        assert_eq!(s.op_committed(), 0, "half 9 is not passed yet");
+        s.advance_half(10);
+        assert_eq!(s.op_committed(), 1);
+    }
 
     #[test]
     fn resolution_by_offset_and_id_and_progress() {

@@ -81,6 +81,10 @@ pub struct CheckTransactionStateRequestHeader {
     pub transaction_id: Option<String>,
     /// `offsetMsgId`.
     pub offset_msg_id: Option<String>,
+    /// `topic` (5.x): the half's topic, `RMQ_SYS_TRANS_HALF_TOPIC`.
+    pub topic: Option<String>,
+    /// `bname` (5.x, `RpcRequestHeader`): the checking broker's name.
+    pub broker_name: Option<String>,
 }
 
 impl CheckTransactionStateRequestHeader {
@@ -93,6 +97,8 @@ impl CheckTransactionStateRequestHeader {
             msg_id: opt("msgId"),
             transaction_id: opt("transactionId"),
             offset_msg_id: opt("offsetMsgId"),
+            topic: opt("topic"),
+            broker_name: opt("bname"),
         })
     }
 
@@ -104,6 +110,8 @@ impl CheckTransactionStateRequestHeader {
         put_opt(&mut m, "msgId", self.msg_id.as_ref());
         put_opt(&mut m, "transactionId", self.transaction_id.as_ref());
         put_opt(&mut m, "offsetMsgId", self.offset_msg_id.as_ref());
+        put_opt(&mut m, "topic", self.topic.as_ref());
+        put_opt(&mut m, "bname", self.broker_name.as_ref());
         m
     }
 }
@@ -134,8 +142,11 @@ mod tests {
             msg_id: Some("U".into()),
             transaction_id: None,
             offset_msg_id: Some("O".into()),
+            topic: Some("RMQ_SYS_TRANS_HALF_TOPIC".into()),
+            broker_name: Some("broker-a".into()),
         };
         let m = c.to_ext();
+        assert_eq!(m["bname"], "broker-a");
         assert_eq!(
             CheckTransactionStateRequestHeader::from_ext(&ExtFields::new(&m)).unwrap(),
             c

@@ -14,6 +14,10 @@ import java.util.Map;
  *     --topic T --group G --count 10 [--timeout-ms 60000]
  * java ... rmqgrpc.GrpcSuite --scenario simple|redeliver|fifo|push --endpoint 127.0.0.1:8081 \
  *     --topic T --group G [--filter TagA] [--count 10]
+ * java ... rmqgrpc.GrpcSuite --scenario delay --endpoint 127.0.0.1:8081 --topic T --group G \
+ *     --delays-ms 3000,6000
+ * java ... rmqgrpc.GrpcSuite --scenario transaction --endpoint 127.0.0.1:8081 --topic T \
+ *     --group G --commit 2 --rollback 2 --check-commit 2 --check-rollback 2
  * </pre>
  *
  * Each message sent or received is one line {@code SENT|RECV <tab> msgId
@@ -39,6 +43,8 @@ public final class GrpcSuite {
         SCENARIOS.put("redeliver", GrpcRedeliver::run);
         SCENARIOS.put("fifo", GrpcFifo::run);
         SCENARIOS.put("push", GrpcPush::run);
+        SCENARIOS.put("delay", GrpcDelay::run);
+        SCENARIOS.put("transaction", GrpcTransaction::run);
     }
 
     public static void main(String[] argv) {
@@ -96,7 +102,7 @@ public final class GrpcSuite {
     }
 
     static void usage(String why) {
-        System.err.println("usage: --scenario send|consume4|simple|redeliver|fifo|push ...; " + why);
+        System.err.println("usage: --scenario send|consume4|simple|redeliver|fifo|push|delay|transaction ...; " + why);
         System.exit(64);
     }
 
