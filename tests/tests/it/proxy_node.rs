@@ -17,13 +17,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rmq_broker::broker::Broker;
-use rmq_client as sdk;
 use rmq_common::config::CqBackend;
-use rmq_common::remoting::{RemotingCommand, RequestCode};
 use rmq_tests::child::{Child, ChildRun};
 use rmq_tests::grpc_proxy::ApacheProxy;
 
-use crate::proxy_grpc::{create_topic, lines, Line, CALL_TIMEOUT};
+use crate::proxy_grpc::{create_topic, lines, Line};
+use crate::proxy_grpc_pop::{create_group, received_in_order};
 
 /// The script's own deadline for one scenario (`--timeout-ms`).
 const SCENARIO_DEADLINE: Duration = Duration::from_secs(60);
@@ -111,17 +110,6 @@ async fn scenario(out_dir: &Path, args: &[&str]) -> ChildRun {
     run
 }
 
-/// Creates the subscription group `name` (the proxy refuses a group the
-/// broker does not know), FIFO when `orderly`.
-async fn create_group(broker: &Broker, name: &str, orderly: bool) {
-    let client = sdk::connect(broker.addr()).await.unwrap();
-    let mut req = RemotingCommand::request(RequestCode::UpdateAndCreateSubscriptionGroup);
-    let body = serde_json::json!({"groupName": name, "consumeMessageOrderly": orderly});
-    req.body = Some(body.to_string().into_bytes().into());
-    let resp = client.invoke(req, CALL_TIMEOUT).await.unwrap();
-    assert_eq!(resp.code, 0, "create group {name}: {:?}", resp.remark);
-}
-
 /// Sends `count` messages with `tag` (`send` scenario), in
 /// `message_groups` message groups when not 0; the SENT lines.
 async fn send(
@@ -156,19 +144,6 @@ async fn send(
     let sent = lines(&run, "SENT");
     assert_eq!(sent.len(), count, "{}", run.report("send"));
     sent
-}
-
-/// The RECV lines of a consuming scenario, in the order received.
-fn received_in_order(run: &ChildRun) -> Vec<Line> {
-    run.stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("RECV\t"))
-        .map(|r| {
-            let f: Vec<&str> = r.splitn(4, '\t').collect();
-            let field = |i: usize| f.get(i).copied().unwrap_or_default().to_owned();
-            (field(0), field(1), field(2), field(3))
-        })
-        .collect()
 }
 
 /// Runs the consuming `scenario` of `group` on `topic` (with `more`
