@@ -216,6 +216,7 @@ fn heartbeat() -> impl Strategy<Value = HeartbeatData> {
                 client_id,
                 producer_data_set,
                 consumer_data_set,
+                ..HeartbeatData::default()
             },
         )
 }
@@ -412,6 +413,7 @@ fn heartbeat_with_numbers_as_strings() {
                     expression_type: Some("TAG".into()),
                 }],
             }],
+            ..HeartbeatData::default()
         },
     );
 }

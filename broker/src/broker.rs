@@ -138,6 +138,7 @@ impl Broker {
         let offsets = Arc::new(ConsumerOffsetManager::open(&root)?);
         let groups = Arc::new(crate::meta::SubscriptionGroupManager::open(&root)?);
         let orders = Arc::new(crate::pop::orderly::OrderTable::open(&root)?);
+        let request_modes = Arc::new(crate::pop::request_mode::RequestModeTable::open(&root)?);
         // Requests change the tables in memory; this thread writes them.
         let persister = MetaPersister::start(vec![
             (
@@ -149,6 +150,7 @@ impl Broker {
                 TABLE_WRITE_INTERVAL,
             ),
             (Arc::clone(&groups) as _, TABLE_WRITE_INTERVAL),
+            (Arc::clone(&request_modes) as _, TABLE_WRITE_INTERVAL),
             (
                 Arc::clone(&offsets) as _,
                 Duration::from_millis(settings.broker.flush_consumer_offset_interval_ms),
@@ -292,6 +294,7 @@ impl Broker {
             runtime: Arc::new(runtime),
             boot_ms: rmq_common::time::now_ms(),
             pop,
+            request_modes,
         });
 
         let options = ServerOptions {

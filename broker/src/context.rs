@@ -81,4 +81,7 @@ pub struct BrokerContext {
     pub boot_ms: i64,
     /// POP consumption (RocketMQ 5.x).
     pub pop: Arc<crate::pop::PopRuntime>,
+    /// PULL or POP per (topic, group), for QUERY_ASSIGNMENT
+    /// (`config/messageRequestMode.json`).
+    pub request_modes: Arc<crate::pop::request_mode::RequestModeTable>,
 }

@@ -63,6 +63,9 @@ pub struct GroupChange {
 pub struct ClientManager {
     producers: RwLock<HashMap<String, BTreeMap<ConnId, Member>>>,
     consumers: RwLock<HashMap<String, ConsumerGroup>>,
+    /// Heartbeat v2: each consumer group's last heartbeat fingerprint (0
+    /// after a v1 heartbeat), as Java's `consumerGroupHeartbeatTable`.
+    fingerprints: RwLock<HashMap<String, i32>>,
 }
 
 impl ClientManager {
@@ -72,7 +75,8 @@ impl ClientManager {
     }
 
     /// Applies a heartbeat from `conn`; returns the consumer groups whose
-    /// membership changed.
+    /// membership changed. A v2 heartbeat without subscriptions
+    /// (`withoutSub` with a fingerprint) keeps the groups' known ones.
     pub fn heartbeat(
         &self,
         conn: &Arc<Connection>,
@@ -105,7 +109,8 @@ impl ClientManager {
             group.consume_type =
                 java_enum(&c.consume_type, &["CONSUME_ACTIVELY", "CONSUME_PASSIVELY"]);
             group.consume_from_where = java_enum(&c.consume_from_where, CONSUME_FROM_WHERE);
-            for s in &c.subscription_data_set {
+            let without_sub = hb.without_sub && hb.heartbeat_fingerprint != 0;
+            for s in c.subscription_data_set.iter().filter(|_| !without_sub) {
                 let keep = group
                     .subscriptions
                     .get(&s.topic)
@@ -119,6 +124,22 @@ impl ClientManager {
             }
         }
         change
+    }
+
+    /// Heartbeat v2: records the heartbeat's fingerprint for each of its
+    /// consumer groups and says whether a group's subscriptions may have
+    /// changed, so the client should send them in full next time: always
+    /// for a v1 heartbeat (fingerprint 0), and for a v2 one when a group's
+    /// last fingerprint is known and differs (RocketMQ 5.3.3's
+    /// `IS_SUB_CHANGE`).
+    pub fn fingerprint_changed(&self, hb: &HeartbeatData) -> bool {
+        let mut table = self.fingerprints.write();
+        let mut changed = hb.heartbeat_fingerprint == 0;
+        for c in &hb.consumer_data_set {
+            let last = table.insert(c.group_name.clone(), hb.heartbeat_fingerprint);
+            changed |= last.is_some_and(|f| f != hb.heartbeat_fingerprint);
+        }
+        changed
     }
 
     /// Removes `conn` from the named groups (UNREGISTER_CLIENT).

@@ -243,3 +243,34 @@ fn file_env_and_set_in_order() {
         assert!(e.key.eq_ignore_ascii_case("noSuchKey"), "{e}");
     }
 }
+
+#[test]
+fn server_side_assignment_keys_are_applied() {
+    use rmq_common::remoting::body::MessageRequestMode;
+    let s = Settings::from_pairs(pairs(&[
+        ("defaultMessageRequestMode", "POP"),
+        ("defaultPopShareQueueNum", "2"),
+        ("serverLoadBalancerEnable", "false"),
+    ]))
+    .unwrap();
+    assert!(s.unused.is_empty(), "{:?}", s.unused);
+    assert_eq!(
+        s.broker.pop.default_message_request_mode,
+        MessageRequestMode::Pop
+    );
+    assert_eq!(s.broker.pop.default_pop_share_queue_num, 2);
+    assert!(!s.broker.pop.server_load_balancer_enable);
+    let d = Settings::from_pairs(Vec::new()).unwrap();
+    assert_eq!(
+        d.broker.pop.default_message_request_mode,
+        MessageRequestMode::Pull
+    );
+    assert_eq!(d.broker.pop.default_pop_share_queue_num, -1);
+    // A flattened field's error loses its key (serde's flatten); the value
+    // and the choices are named.
+    let e = Settings::from_pairs(pairs(&[("defaultMessageRequestMode", "PUSH")])).unwrap_err();
+    assert!(
+        e.to_string().contains("`PUSH`, expected `PULL` or `POP`"),
+        "{e}"
+    );
+}

@@ -31,6 +31,14 @@ pub struct PopConfig {
     /// Send retried messages under their retry topic (else under the
     /// original topic with a `POP_CK` property).
     pub pop_response_return_actual_retry_topic: bool,
+    /// QUERY_ASSIGNMENT's mode for a (topic, group) that
+    /// SET_MESSAGE_REQUEST_MODE never set (a retry topic is always PULL).
+    pub default_message_request_mode: rmq_common::remoting::body::MessageRequestMode,
+    /// Its popShareQueueNum when that default is POP.
+    pub default_pop_share_queue_num: i32,
+    /// QUERY_ASSIGNMENT allocates a clustering group's queues among its
+    /// clients; off, every client gets every queue.
+    pub server_load_balancer_enable: bool,
 }
 
 impl Default for PopConfig {
@@ -45,6 +53,9 @@ impl Default for PopConfig {
             enable_retry_topic_v2: false,
             retrieve_from_retry_topic_v1: true,
             pop_response_return_actual_retry_topic: false,
+            default_message_request_mode: Default::default(),
+            default_pop_share_queue_num: -1,
+            server_load_balancer_enable: true,
         }
     }
 }

@@ -12,11 +12,16 @@
 //! - [`polling::PopPolling`]: long polling of POP and NOTIFICATION.
 //! - [`orderly::OrderTable`]: FIFO groups (one message group's next
 //!   message waits until the previous one is acked).
+//! - [`request_mode::RequestModeTable`] and [`assignment`]: server-side
+//!   assignment (QUERY_ASSIGNMENT) of a group's queues to its clients, in
+//!   PULL or POP mode.
 
+pub mod assignment;
 pub mod config;
 pub mod orderly;
 pub mod pair_counts;
 pub mod polling;
+pub mod request_mode;
 pub mod revive;
 pub mod revive_log;
 

@@ -1,5 +1,6 @@
-//! HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP and
-//! CHECK_CLIENT_CONFIG.
+//! HEART_BEAT (v1, and RocketMQ 5.x's v2: a fingerprint, and heartbeats
+//! without subscriptions while it is unchanged), UNREGISTER_CLIENT,
+//! GET_CONSUMER_LIST_BY_GROUP and CHECK_CLIENT_CONFIG.
 
 use std::sync::Arc;
 
@@ -141,12 +142,24 @@ pub(crate) fn heartbeat(
     if created > 0 {
         table.topics_changed.notify_one();
     }
+    let sub_change = table.clients.fingerprint_changed(&hb);
     let change = table
         .clients
         .heartbeat(conn, &hb, req.language, req.version);
     notify_group_changes(&table.clients, &change);
-    Ok(success())
+    // Heartbeat v2: this broker takes heartbeats without subscriptions.
+    let mut ok = success();
+    ok.put_ext(IS_SUPPORT_HEART_BEAT_V2, true);
+    ok.put_ext(IS_SUB_CHANGE, sub_change);
+    Ok(ok)
 }
+
+/// The answer field saying the broker takes v2 heartbeats (Java's
+/// `MixAll.IS_SUPPORT_HEART_BEAT_V2`).
+pub(crate) const IS_SUPPORT_HEART_BEAT_V2: &str = "IS_SUPPORT_HEART_BEAT_V2";
+/// The answer field asking for the full heartbeat next time (Java's
+/// `MixAll.IS_SUB_CHANGE`).
+pub(crate) const IS_SUB_CHANGE: &str = "IS_SUB_CHANGE";
 
 /// Tells each member of a changed consumer group to rebalance.
 pub(crate) fn notify_group_changes(clients: &ClientManager, change: &GroupChange) {

@@ -21,6 +21,7 @@
 pub(crate) mod ack;
 pub(crate) mod acl_admin;
 pub(crate) mod admin;
+pub(crate) mod assignment;
 pub(crate) mod client;
 pub(crate) mod consumers;
 pub(crate) mod cq_admin;
@@ -272,6 +273,9 @@ async fn serve(
         R::ChangeMessageInvisibletime(h) => ack::change_invisible(&p.pop, h).await,
         R::Notification(h) => notification::notification(&p.pop, h, || gone.token(conn)).await,
         R::PollingInfo(h) => notification::polling_info(&p.pop, h),
+        R::QueryAssignment(_) => assignment::query(&p.pop, req),
+        R::SetMessageRequestMode(_) => assignment::set(&p.pop, req).await,
+        R::GetAllMessageRequestMode(_) => assignment::all(&p.pop),
         R::ConsumerSendMsgBack(h) => send_back::send_back(&p.send, h).await,
         R::SendReplyMessage(h) | R::SendReplyMessageV2(h) => {
             reply::reply(&p.send, conn, req, h).await

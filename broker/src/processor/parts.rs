@@ -58,8 +58,9 @@ pub(crate) struct PullPath {
 }
 
 /// What POP consumption reaches: POP_MESSAGE, PEEK_MESSAGE, ACK_MESSAGE,
-/// BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, NOTIFICATION and
-/// POLLING_INFO.
+/// BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, NOTIFICATION,
+/// POLLING_INFO, and the server-side assignment: QUERY_ASSIGNMENT,
+/// SET_MESSAGE_REQUEST_MODE and GET_ALL_MESSAGE_REQUEST_MODE.
 #[derive(Debug)]
 pub(crate) struct PopPath {
     pub settings: Arc<Settings>,
@@ -72,6 +73,8 @@ pub(crate) struct PopPath {
     pub clients: Arc<ClientManager>,
     pub items: Arc<StatsItems>,
     pub pop: Arc<crate::pop::PopRuntime>,
+    /// QUERY_ASSIGNMENT's modes.
+    pub request_modes: Arc<crate::pop::request_mode::RequestModeTable>,
 }
 
 /// What the client-table requests reach: HEART_BEAT, UNREGISTER_CLIENT,
@@ -224,6 +227,7 @@ impl Parts {
                 clients: Arc::clone(&ctx.clients),
                 items: Arc::clone(&ctx.items),
                 pop: Arc::clone(&ctx.pop),
+                request_modes: Arc::clone(&ctx.request_modes),
             }),
             client_table: Arc::new(ClientTable {
                 clients: Arc::clone(&ctx.clients),

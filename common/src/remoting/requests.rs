@@ -193,6 +193,9 @@ requests! {
         GetSubscriptionGroupConfig = 352, "GET_SUBSCRIPTIONGROUP_CONFIG", B, Plain, GetGroupConfigRequestHeader, "RocketMQ 5.x's code: one group's config, created first with the defaults when autoCreateSubscriptionGroup";
         LitePullMessage = 361, "LITE_PULL_MESSAGE", B, Plain, PullMessageRequestHeader, "RocketMQ 5.x's lite pull code; served as PULL_MESSAGE";
         RecallMessage = 370, "RECALL_MESSAGE", B, Plain, RecallMessageRequestHeader, "RocketMQ 5.x: cancels a timer message by the recallHandle its send answer carried; refused unless recallMessageEnable (off by default, as 5.x)";
+        QueryAssignment = 400, "QUERY_ASSIGNMENT", B, Plain, NoHeader, "RocketMQ 5.x server-side assignment (a push consumer with clientRebalance off): AVG or AVG_BY_CIRCLE over the group's online clients, in the mode SET_MESSAGE_REQUEST_MODE set (else defaultMessageRequestMode); the queues are this broker's own (no route cache of other brokers)";
+        SetMessageRequestMode = 401, "SET_MESSAGE_REQUEST_MODE", B, Plain, NoHeader, "RocketMQ 5.x: PULL or POP per (topic, group), kept in config/messageRequestMode.json";
+        GetAllMessageRequestMode = 402, "GET_ALL_MESSAGE_REQUEST_MODE", B, Plain, NoHeader, "RocketMQ 5.x: the table config/messageRequestMode.json holds";
         PopMessage = 200050, "POP_MESSAGE", B, Pop, PopMessageRequestHeader, "RocketMQ 5.x POP; POP state in the revive topic, or in RocksDB with popConsumerKVServiceEnable";
         AckMessage = 200051, "ACK_MESSAGE", B, Pop, AckMessageRequestHeader, "RocketMQ 5.x POP";
         PeekMessage = 200052, "PEEK_MESSAGE", B, Pop, PeekMessageRequestHeader, "RocketMQ 5.x POP";
@@ -239,9 +242,6 @@ requests! {
         UpdateAndGetGroupForbidden = 353, "UPDATE_AND_GET_GROUP_FORBIDDEN", No("not implemented yet: no per-topic read-forbidden flag of groups"), Plain, "RocketMQ 5.x's code";
         CheckRocksdbCqWriteProgress = 354, "CHECK_ROCKSDB_CQ_WRITE_PROGRESS", No("this broker compares its consume-queue backends with RMQ_CQ_VERIFY (30002) instead"), Plain, "RocketMQ 5.x's code";
         ExportRocksdbConfigToJson = 355, "EXPORT_ROCKSDB_CONFIG_TO_JSON", No("topics, groups and offsets are kept in JSON files here, never in RocksDB: nothing to export"), Plain, "RocketMQ 5.x's code";
-        QueryAssignment = 400, "QUERY_ASSIGNMENT", No("not implemented yet: clients allocate queues themselves (PULL)"), Plain, "RocketMQ 5.x's code";
-        SetMessageRequestMode = 401, "SET_MESSAGE_REQUEST_MODE", No("not implemented yet"), Plain, "RocketMQ 5.x's code";
-        GetAllMessageRequestMode = 402, "GET_ALL_MESSAGE_REQUEST_MODE", No("not implemented yet"), Plain, "RocketMQ 5.x's code";
         UpdateAndCreateStaticTopic = 513, "UPDATE_AND_CREATE_STATIC_TOPIC", No("static topics (logical queues) are not supported"), Plain, "RocketMQ 5.x's code";
         NotifyMinBrokerIdChange = 905, "NOTIFY_MIN_BROKER_ID_CHANGE", No("controller and slave-acting-master modes are not supported: HA here is RocketMQ's master/slave replication"), Plain, "RocketMQ 5.x's code";
         ExchangeBrokerHaInfo = 906, "EXCHANGE_BROKER_HA_INFO", No("controller and slave-acting-master modes are not supported: HA here is RocketMQ's master/slave replication"), Plain, "RocketMQ 5.x's code";

@@ -33,6 +33,7 @@ mod mqadmin;
 mod namesrv;
 mod pop_conformance;
 mod pop_crash;
+mod pop_mode;
 mod prometheus;
 mod proxy_grpc;
 mod proxy_grpc_5x;

@@ -382,6 +382,7 @@ fn heartbeat(
                 }],
             })
             .collect(),
+        ..HeartbeatData::default()
     };
     RemotingCommand::request(RequestCode::HeartBeat)
         .with_body(serde_json::to_vec(&data).unwrap_or_default())

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::heartbeat::SubscriptionData;
 
 /// A message queue as clients name it (Java's `MessageQueue`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct MessageQueue {
     /// Topic.

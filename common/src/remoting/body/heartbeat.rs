@@ -15,6 +15,12 @@ pub struct HeartbeatData {
     pub producer_data_set: Vec<ProducerData>,
     /// Consumer groups the client runs.
     pub consumer_data_set: Vec<ConsumerData>,
+    /// Heartbeat v2 (RocketMQ 5.x): a hash of the client's groups and
+    /// subscriptions; 0 from a client that does not use v2.
+    pub heartbeat_fingerprint: i32,
+    /// Heartbeat v2: the consumers carry no subscriptions (they are
+    /// unchanged since the full heartbeat of the same fingerprint).
+    pub without_sub: bool,
 }
 
 /// One producer group.
@@ -85,6 +91,21 @@ fn name_or_ordinal<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn heartbeat_v2_fields_as_the_5x_client_sends_them() {
+        let h: HeartbeatData = crate::json::from_str(
+            r#"{"clientID":"c","consumerDataSet":[{"groupName":"g","subscriptionDataSet":[]}],
+                "heartbeatFingerprint":-1408871324,"producerDataSet":[],"withoutSub":true}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (h.heartbeat_fingerprint, h.without_sub),
+            (-1_408_871_324, true)
+        );
+        let v1: HeartbeatData = crate::json::from_str(r#"{"clientID":"c"}"#).unwrap();
+        assert_eq!((v1.heartbeat_fingerprint, v1.without_sub), (0, false));
+    }
 
     #[test]
     fn accepts_names_ordinals_and_missing_sets() {

@@ -2,6 +2,7 @@
 //! brokers, the NameServer, clients and tools send each other. Every one
 //! decodes through [`crate::json`], so it accepts what fastjson accepts.
 
+pub mod assignment;
 pub mod consumer;
 pub mod group;
 pub mod heartbeat;
@@ -9,6 +10,10 @@ pub mod register;
 pub mod route;
 pub mod topic;
 
+pub use assignment::{
+    MessageQueueAssignment, MessageRequestMode, QueryAssignmentAnswer, QueryAssignmentBody,
+    SetMessageRequestModeBody,
+};
 pub use consumer::{
     ClientConnection, ConsumerConnection, LockBatchBody, MessageQueue, OffsetWrapper, TopicOffset,
 };

@@ -49,11 +49,13 @@ final class Compat {
     }
 
     /** Scenarios written against one client's packages: for 5.x, timer
-     *  messages and recall, and POP (the admin scenario runs on the 4.9 admin API,
+     *  messages and recall, POP, and a push consumer switched to POP by the
+     *  broker's assignment (the admin scenario runs on the 4.9 admin API,
      *  as mqadmin does). */
     static void addScenarios(Map<String, ClientSuite.Scenario> scenarios) {
         scenarios.put("timer", TimerScenario::run);
         scenarios.put("pop", PopScenario::run);
+        scenarios.put("popmode", PopModeScenario::run);
     }
 
     static void broadcasting(DefaultMQPushConsumer c) {
