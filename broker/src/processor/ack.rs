@@ -15,7 +15,7 @@ use rmq_common::remoting::{
 };
 
 use super::parts::PopPath;
-use super::{blocking, success, Handled, Refusal};
+use super::{success, Handled, Refusal};
 use crate::pop::orderly::OrderAck;
 
 /// The queue's read count, refusing an unknown topic or a bad queue as
@@ -60,7 +60,7 @@ pub(crate) async fn ack(path: &Arc<PopPath>, h: AckMessageRequestHeader) -> Hand
     queue_checked(path, &h.topic, h.queue_id, &h.consumer_group)?;
     let extra = extra_info(path, &h.extra_info)?;
     let p = Arc::clone(path);
-    blocking(move || {
+    path.ack_work(move || {
         let min = p.store.min_offset_in_queue(&h.topic, h.queue_id)?;
         let max = p.store.max_offset_in_queue(&h.topic, h.queue_id)?;
         if h.offset < min || h.offset > max {
@@ -160,7 +160,7 @@ pub(crate) async fn batch_ack(path: &Arc<PopPath>, req: &RemotingCommand) -> Han
         })?,
     };
     let p = Arc::clone(path);
-    blocking(move || {
+    path.ack_work(move || {
         for a in &body.acks {
             let topic = RetryFlag::from_text(&a.retry).topic(&a.topic, &a.consumer_group);
             if queue_checked(&p, &topic, a.queue_id, &a.consumer_group).is_err() {
@@ -204,7 +204,7 @@ pub(crate) async fn change_invisible(
     queue_checked(path, &h.topic, h.queue_id, &h.consumer_group)?;
     let extra = extra_info(path, &h.extra_info)?;
     let p = Arc::clone(path);
-    blocking(move || {
+    path.ack_work(move || {
         let min = p.store.min_offset_in_queue(&h.topic, h.queue_id)?;
         let max = p.store.max_offset_in_queue(&h.topic, h.queue_id)?;
         if h.offset < min || h.offset >= max {

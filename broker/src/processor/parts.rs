@@ -77,6 +77,25 @@ pub(crate) struct PopPath {
     pub request_modes: Arc<crate::pop::request_mode::RequestModeTable>,
 }
 
+impl PopPath {
+    /// Runs an ack's store work (queue bounds, then an ack record into the
+    /// revive topic or RocksDB). Under ASYNC_FLUSH it runs on the request's
+    /// task, as a send's append does: a copy into mapped memory or a
+    /// RocksDB write without a sync, where handing it to a blocking thread
+    /// and back cost more than the work. Under SYNC_FLUSH a put waits for
+    /// its flush, so the work leaves the async workers.
+    pub(crate) async fn ack_work<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, super::Refusal> {
+        if self.store.config().flush_disk_type == rmq_common::FlushDiskType::SyncFlush {
+            super::blocking(f).await
+        } else {
+            Ok(f())
+        }
+    }
+}
+
 /// What the client-table requests reach: HEART_BEAT, UNREGISTER_CLIENT,
 /// GET_CONSUMER_LIST_BY_GROUP and CHECK_CLIENT_CONFIG.
 #[derive(Debug)]
