@@ -383,12 +383,11 @@ async fn push_consumer_switched_to_pop(backend: CqBackend) {
     let home = dir.path().join("java");
     std::fs::create_dir_all(home.join("conf")).unwrap();
     std::fs::write(home.join("conf/logback_tools.xml"), LOGBACK_TOOLS).unwrap();
-    let broker = Broker::start(rmq_tests::broker_settings(
-        &dir.path().join("store"),
-        backend,
-    ))
-    .await
-    .unwrap();
+    let mut settings = rmq_tests::broker_settings(&dir.path().join("store"), backend);
+    // The RocksDB consume queue runs with the RocksDB POP state, the file
+    // one with the revive topic.
+    settings.broker.pop.pop_kv_store = backend == CqBackend::Rocksdb;
+    let broker = Broker::start(settings).await.unwrap();
     let ns = broker.namesrv_addr().expect("embedded NameServer");
     let addr = broker.addr().to_string();
     // PopModeScenario's names: <prefix>_popmode_<role>.

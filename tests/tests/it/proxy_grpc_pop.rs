@@ -8,8 +8,9 @@
 //! GET_SUBSCRIPTIONGROUP_CONFIG) on a FIFO topic gets each message group in
 //! send order, and nothing of a group while an earlier one is unacked; a
 //! PushConsumer gets every message once.
-//! On both consume-queue backends. The Java side checks attempts and
-//! timing; these tests check the content.
+//! On both consume-queue backends, the RocksDB one with the RocksDB POP
+//! state and the file one with the revive topic. The Java side checks
+//! attempts and timing; these tests check the content.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -245,12 +246,11 @@ async fn push(broker: &Broker, home: &Path, endpoint: &str) {
 async fn pop_through_proxy(backend: CqBackend) {
     java::require_java_and_jars(Client::Grpc);
     let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::start(rmq_tests::broker_settings(
-        &dir.path().join("store"),
-        backend,
-    ))
-    .await
-    .unwrap();
+    let mut settings = rmq_tests::broker_settings(&dir.path().join("store"), backend);
+    // The RocksDB consume queue runs with the RocksDB POP state, the file
+    // one with the revive topic: both forms behind the proxy.
+    settings.broker.pop.pop_kv_store = backend == CqBackend::Rocksdb;
+    let broker = Broker::start(settings).await.unwrap();
     let namesrv = broker.namesrv_addr().expect("embedded NameServer");
     let cluster = broker.context().settings.broker.broker_cluster_name.clone();
     let proxy = ApacheProxy::start(&dir.path().join("proxy"), namesrv, &cluster).await;

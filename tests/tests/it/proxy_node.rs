@@ -4,7 +4,8 @@
 //! sends (sync and async with tags and keys, and in message groups to a
 //! FIFO topic), a SimpleConsumer receives and acks exactly what was sent,
 //! each once, and a FIFO group (consumeMessageOrderly) gets each message
-//! group in send order. On both consume-queue backends. The script checks
+//! group in send order. On both consume-queue backends (RocksDB with the
+//! RocksDB POP state, file with the revive topic). The script checks
 //! delivery attempts and that nothing of a message group is handed out
 //! while an earlier one is unacked; these tests check the content.
 //!
@@ -263,12 +264,11 @@ async fn fifo(broker: &Broker, out: &Path, endpoint: &str) {
 async fn node_through_proxy(backend: CqBackend) {
     require_node_and_client();
     let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::start(rmq_tests::broker_settings(
-        &dir.path().join("store"),
-        backend,
-    ))
-    .await
-    .unwrap();
+    let mut settings = rmq_tests::broker_settings(&dir.path().join("store"), backend);
+    // The RocksDB consume queue runs with the RocksDB POP state, the file
+    // one with the revive topic: both forms behind the proxy.
+    settings.broker.pop.pop_kv_store = backend == CqBackend::Rocksdb;
+    let broker = Broker::start(settings).await.unwrap();
     let namesrv = broker.namesrv_addr().expect("embedded NameServer");
     let cluster = broker.context().settings.broker.broker_cluster_name.clone();
     let proxy = ApacheProxy::start(&dir.path().join("proxy"), namesrv, &cluster).await;
