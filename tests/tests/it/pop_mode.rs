@@ -383,10 +383,7 @@ async fn push_consumer_switched_to_pop(backend: CqBackend) {
     let home = dir.path().join("java");
     std::fs::create_dir_all(home.join("conf")).unwrap();
     std::fs::write(home.join("conf/logback_tools.xml"), LOGBACK_TOOLS).unwrap();
-    let mut settings = rmq_tests::broker_settings(&dir.path().join("store"), backend);
-    // The RocksDB consume queue runs with the RocksDB POP state, the file
-    // one with the revive topic.
-    settings.broker.pop.pop_kv_store = backend == CqBackend::Rocksdb;
+    let settings = crate::proxy_grpc::paired_pop_settings(dir.path(), backend);
     let broker = Broker::start(settings).await.unwrap();
     let ns = broker.namesrv_addr().expect("embedded NameServer");
     let addr = broker.addr().to_string();

@@ -14,6 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use rmq_broker::broker::Broker;
+use rmq_broker::config::Settings;
 use rmq_client as sdk;
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::RequestCode;
@@ -78,19 +79,36 @@ pub(crate) async fn create_topic(broker: &Broker, topic: &str, queues: i32, mess
     assert_eq!(resp.code, 0, "create {topic}: {:?}", resp.remark);
 }
 
+/// A broker with `settings` and Apache's proxy in front of it (under
+/// `<dir>/proxy`, with the `proxy.json` keys `extra`).
+pub(crate) async fn broker_and_proxy(
+    dir: &Path,
+    settings: Settings,
+    extra: serde_json::Map<String, serde_json::Value>,
+) -> (Broker, ApacheProxy) {
+    let broker = Broker::start(settings).await.unwrap();
+    let namesrv = broker.namesrv_addr().expect("embedded NameServer");
+    let cluster = broker.context().settings.broker.broker_cluster_name.clone();
+    let proxy = ApacheProxy::start_with(&dir.join("proxy"), namesrv, &cluster, extra).await;
+    (broker, proxy)
+}
+
+/// Settings on `backend` under `<dir>/store`, the RocksDB consume queue
+/// with the RocksDB POP state and the file one with the revive topic, so
+/// the tests that run both backends also run both POP-state forms.
+pub(crate) fn paired_pop_settings(dir: &Path, backend: CqBackend) -> Settings {
+    let mut settings = rmq_tests::broker_settings(&dir.join("store"), backend);
+    settings.broker.pop.pop_kv_store = backend == CqBackend::Rocksdb;
+    settings
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_sends_through_apache_proxy_reach_a_4x_consumer() {
     java::require_java_and_jars(Client::Grpc);
     let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::start(rmq_tests::broker_settings(
-        &dir.path().join("store"),
-        CqBackend::File,
-    ))
-    .await
-    .unwrap();
+    let settings = rmq_tests::broker_settings(&dir.path().join("store"), CqBackend::File);
+    let (broker, proxy) = broker_and_proxy(dir.path(), settings, serde_json::Map::new()).await;
     let namesrv = broker.namesrv_addr().expect("embedded NameServer");
-    let cluster = broker.context().settings.broker.broker_cluster_name.clone();
-    let proxy = ApacheProxy::start(&dir.path().join("proxy"), namesrv, &cluster).await;
     // What the proxy made at start, through the broker's admin code.
     assert!(
         broker.context().topics.get(HEARTBEAT_TOPIC).is_some(),

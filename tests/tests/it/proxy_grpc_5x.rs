@@ -52,12 +52,9 @@ async fn start(
     java::require_java_and_jars(Client::Grpc);
     let mut settings = rmq_tests::broker_settings(&dir.join("store"), backend);
     tune(&mut settings);
-    let broker = Broker::start(settings).await.unwrap();
-    let namesrv = broker.namesrv_addr().expect("embedded NameServer");
-    let cluster = broker.context().settings.broker.broker_cluster_name.clone();
-    let proxy = ApacheProxy::start_with(&dir.join("proxy"), namesrv, &cluster, extra).await;
+    let started = crate::proxy_grpc::broker_and_proxy(dir, settings, extra).await;
     std::fs::create_dir_all(dir.join("java")).unwrap();
-    (broker, proxy)
+    started
 }
 
 /// One RECV line of the delay scenario: the message, then sent, due and

@@ -19,10 +19,11 @@ use rmq_broker::broker::Broker;
 use rmq_client as sdk;
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::{RemotingCommand, RequestCode};
-use rmq_tests::grpc_proxy::ApacheProxy;
 use rmq_tests::java::{self, Client};
 
-use crate::proxy_grpc::{create_topic, lines, scenario, Line, CALL_TIMEOUT};
+use crate::proxy_grpc::{
+    broker_and_proxy, create_topic, lines, paired_pop_settings, scenario, Line, CALL_TIMEOUT,
+};
 
 /// Creates the subscription group `name` (the proxy refuses a group the
 /// broker does not know), FIFO when `orderly`.
@@ -193,20 +194,27 @@ async fn fifo(broker: &Broker, home: &Path, endpoint: &str) {
         "{}",
         run.report("fifo")
     );
-    // Body `sync-body-i`, message group i mod `groups`: ascending per group.
+    assert_send_order_per_group(&got, groups, &run.report("fifo"));
+}
+
+/// Bodies `<mode>-body-i` were sent to message group i mod `groups`, in
+/// ascending i: each group's messages must arrive ascending.
+pub(crate) fn assert_send_order_per_group(got: &[Line], groups: usize, report: &str) {
     let mut order: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for (_, _, _, body) in &got {
-        let i: usize = body.rsplit('-').next().unwrap().parse().unwrap();
+    for (_, _, _, body) in got {
+        let i: usize = body
+            .rsplit('-')
+            .next()
+            .and_then(|i| i.parse().ok())
+            .unwrap_or_else(|| panic!("body {body:?} does not end in -<index>\n{report}"));
         order.entry(i % groups).or_default().push(i);
     }
     for (g, seq) in &order {
         let mut sorted = seq.clone();
         sorted.sort_unstable();
         assert_eq!(
-            seq,
-            &sorted,
-            "group-{g} out of order\n{}",
-            run.report("fifo")
+            seq, &sorted,
+            "group-{g} out of order; received {got:?}\n{report}"
         );
     }
 }
@@ -246,14 +254,8 @@ async fn push(broker: &Broker, home: &Path, endpoint: &str) {
 async fn pop_through_proxy(backend: CqBackend) {
     java::require_java_and_jars(Client::Grpc);
     let dir = tempfile::tempdir().unwrap();
-    let mut settings = rmq_tests::broker_settings(&dir.path().join("store"), backend);
-    // The RocksDB consume queue runs with the RocksDB POP state, the file
-    // one with the revive topic: both forms behind the proxy.
-    settings.broker.pop.pop_kv_store = backend == CqBackend::Rocksdb;
-    let broker = Broker::start(settings).await.unwrap();
-    let namesrv = broker.namesrv_addr().expect("embedded NameServer");
-    let cluster = broker.context().settings.broker.broker_cluster_name.clone();
-    let proxy = ApacheProxy::start(&dir.path().join("proxy"), namesrv, &cluster).await;
+    let settings = paired_pop_settings(dir.path(), backend);
+    let (broker, proxy) = broker_and_proxy(dir.path(), settings, serde_json::Map::new()).await;
     let home = dir.path().join("java");
     std::fs::create_dir_all(&home).unwrap();
     let endpoint = proxy.grpc_endpoint();

@@ -13,17 +13,16 @@
 //! proxy's jars, all installed by `scripts/setup.sh`.
 //! `GRPC_CHECK_VERBOSE=1` puts the client's whole log in each run's stderr.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rmq_broker::broker::Broker;
 use rmq_common::config::CqBackend;
 use rmq_tests::child::{Child, ChildRun};
-use rmq_tests::grpc_proxy::ApacheProxy;
 
-use crate::proxy_grpc::{create_topic, lines, Line};
-use crate::proxy_grpc_pop::{create_group, received_in_order};
+use crate::proxy_grpc::{broker_and_proxy, create_topic, lines, paired_pop_settings, Line};
+use crate::proxy_grpc_pop::{assert_send_order_per_group, create_group, received_in_order};
 
 /// The script's own deadline for one scenario (`--timeout-ms`).
 const SCENARIO_DEADLINE: Duration = Duration::from_secs(60);
@@ -244,34 +243,14 @@ async fn fifo(broker: &Broker, out: &Path, endpoint: &str) {
     create_group(broker, group, true).await;
     let sent = send(out, endpoint, topic, ("TagA", "sync"), count, groups).await;
     let got = consume(out, endpoint, (topic, group, "*"), ("fifo", &[]), &sent).await;
-    // Body `sync-body-i` went to message group i mod `groups`.
-    let mut order: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for (_, _, _, body) in &got {
-        let i: usize = body
-            .rsplit('-')
-            .next()
-            .and_then(|i| i.parse().ok())
-            .unwrap_or_else(|| panic!("body {body:?} does not end in -<index>"));
-        order.entry(i % groups).or_default().push(i);
-    }
-    for (g, seq) in &order {
-        let mut sorted = seq.clone();
-        sorted.sort_unstable();
-        assert_eq!(seq, &sorted, "group-{g} out of order; received {got:?}");
-    }
+    assert_send_order_per_group(&got, groups, "node fifo");
 }
 
 async fn node_through_proxy(backend: CqBackend) {
     require_node_and_client();
     let dir = tempfile::tempdir().unwrap();
-    let mut settings = rmq_tests::broker_settings(&dir.path().join("store"), backend);
-    // The RocksDB consume queue runs with the RocksDB POP state, the file
-    // one with the revive topic: both forms behind the proxy.
-    settings.broker.pop.pop_kv_store = backend == CqBackend::Rocksdb;
-    let broker = Broker::start(settings).await.unwrap();
-    let namesrv = broker.namesrv_addr().expect("embedded NameServer");
-    let cluster = broker.context().settings.broker.broker_cluster_name.clone();
-    let proxy = ApacheProxy::start(&dir.path().join("proxy"), namesrv, &cluster).await;
+    let settings = paired_pop_settings(dir.path(), backend);
+    let (broker, proxy) = broker_and_proxy(dir.path(), settings, serde_json::Map::new()).await;
     let out = dir.path().join("node");
     std::fs::create_dir_all(&out).unwrap();
     let endpoint = proxy.grpc_endpoint();
