@@ -520,34 +520,51 @@ ns_ticks() { # <var>: the NameServer's ticks, or "null" for ours (embedded)
     if [ -n "$NAMESRV_PID" ]; then read_ticks "$1" "$NAMESRV_PID"; else printf -v "$1" null; fi
 }
 
-# L1/L2: the Java program prints a line at each edge of its window; the
-# broker's CPU is read right there.
-run_java_load() { # <load> <target> <flush> <size>
-    local report="$OUT/reports/$1-$2.json" logf="$OUT/logs/$1-$2.err"
-    local fifo="$RUN/load.fifo" line c0="" c1="" n0="" n1="" pid
+# Runs a Java load program (<command...>), which prints 'rmqbench
+# window-start' and 'rmqbench window-end' at the edges of its measured window
+# and then one JSON line, kept as <report>. The broker's CPU ticks, and those
+# of <other pid> ("" for none), are read right at the edges: the deltas go
+# to WIN_BROKER_TICKS and WIN_OTHER_TICKS (null without <other pid>).
+run_windowed() { # <what> <report> <log> <other pid> <command...>
+    local what=$1 report=$2 logf=$3 other=$4
+    shift 4
+    local fifo="$RUN/load.fifo" line c0="" c1="" o0="" o1="" pid rc=0
     mkfifo "$fifo"
-    load_argv --threads 64 --size "$4" --warmup "$CLIENT_WARM_S" --duration "$DURATION_S"
-    "${LOAD_ARGV[@]}" >"$fifo" 2>"$logf" &
+    "$@" >"$fifo" 2>"$logf" &
     pid=$!
     track "$pid"
     while IFS= read -r line; do
         case "$line" in
-        "rmqbench window-start") read_ticks c0 "$BROKER_PID"; ns_ticks n0 ;;
-        "rmqbench window-end") read_ticks c1 "$BROKER_PID"; ns_ticks n1 ;;
+        "rmqbench window-start")
+            read_ticks c0 "$BROKER_PID"
+            if [ -n "$other" ]; then read_ticks o0 "$other"; fi
+            ;;
+        "rmqbench window-end")
+            read_ticks c1 "$BROKER_PID"
+            if [ -n "$other" ]; then read_ticks o1 "$other"; fi
+            ;;
         "{"*) printf '%s\n' "$line" >"$report" ;;
         esac
     done <"$fifo"
-    local rc=0
     wait "$pid" || rc=$?
     untrack "$pid"
     rm -f "$fifo"
-    [ "$rc" -eq 0 ] || die "$1 on $2: the load program failed (log: $logf)"
+    [ "$rc" -eq 0 ] || die "$what: the load program failed (log: $logf)"
     if [ -z "$c0" ] || [ -z "$c1" ] || [ ! -s "$report" ]; then
-        die "$1 on $2: no measured window in the load program's output (log: $logf)"
+        die "$what: no measured window in the load program's output (log: $logf)"
     fi
-    local ns=null
-    [ "$n0" != null ] && ns=$((n1 - n0))
-    record "$1" "$2" java "$3" "$report" $((c1 - c0)) "$ns"
+    WIN_BROKER_TICKS=$((c1 - c0))
+    WIN_OTHER_TICKS=null
+    if [ -n "$other" ]; then WIN_OTHER_TICKS=$((o1 - o0)); fi
+}
+
+# L1/L2: the Java program's window; Apache's NameServer is read beside the
+# broker (ours is embedded).
+run_java_load() { # <load> <target> <flush> <size>
+    local report="$OUT/reports/$1-$2.json" logf="$OUT/logs/$1-$2.err"
+    load_argv --threads 64 --size "$4" --warmup "$CLIENT_WARM_S" --duration "$DURATION_S"
+    run_windowed "$1 on $2" "$report" "$logf" "$NAMESRV_PID" "${LOAD_ARGV[@]}"
+    record "$1" "$2" java "$3" "$report" "$WIN_BROKER_TICKS" "$WIN_OTHER_TICKS"
     log "$1 on $2: $(sed -E 's/.*"sent":([0-9]+).*"msgs_per_s":([0-9.]+).*"p99_us":([0-9]+).*/\1 sent, \2 msgs\/s, p99 \3 us/' "$report")"
 }
 
@@ -668,31 +685,13 @@ pop_session() { # <target>
         --mode async --inflight 16 --warmup >"$OUT/logs/pop-$target-fill.out" 2>&1 ||
         die "filling $target failed (log: $OUT/logs/pop-$target-fill.out)"
     start_proxy
-    local fifo="$RUN/load.fifo" line c0="" c1="" p0="" p1="" pid
-    mkfifo "$fifo"
-    java "${LOAD_JVM[@]}" -Duser.home="$RUN/home" -cp "$CACHE/load/classes:$CACHE/load/lib/*" \
+    run_windowed "POP load on $target" "$report" "$logf" "$PROXY_PID" \
+        java "${LOAD_JVM[@]}" -Duser.home="$RUN/home" -cp "$CACHE/load/classes:$CACHE/load/lib/*" \
         rmqbench.PopLoad --endpoint "127.0.0.1:$PROXY_PORT" --topic BenchTopic-0 \
         --namesrv "127.0.0.1:$NAMESRV_PORT" --broker "127.0.0.1:$BROKER_PORT" \
-        --warmup "$WARM_S" --duration "$DURATION_S" >"$fifo" 2>"$logf" &
-    pid=$!
-    track "$pid"
-    while IFS= read -r line; do
-        case "$line" in
-        "rmqbench window-start") read_ticks c0 "$BROKER_PID"; read_ticks p0 "$PROXY_PID" ;;
-        "rmqbench window-end") read_ticks c1 "$BROKER_PID"; read_ticks p1 "$PROXY_PID" ;;
-        "{"*) printf '%s\n' "$line" >"$report" ;;
-        esac
-    done <"$fifo"
-    local rc=0
-    wait "$pid" || rc=$?
-    untrack "$pid"
-    rm -f "$fifo"
-    [ "$rc" -eq 0 ] || die "POP load on $target failed (log: $logf)"
-    if [ -z "$c0" ] || [ -z "$c1" ] || [ ! -s "$report" ]; then
-        die "POP load on $target: no measured window (log: $logf)"
-    fi
+        --warmup "$WARM_S" --duration "$DURATION_S"
     printf '{"target":"%s","broker_cpu_ticks":%d,"proxy_cpu_ticks":%d,"clk_tck":%d,"rss_hwm_kib":%d}\n' \
-        "$target" $((c1 - c0)) $((p1 - p0)) "$CLK_TCK" "$(rss_hwm_kib "$BROKER_PID")" \
+        "$target" "$WIN_BROKER_TICKS" "$WIN_OTHER_TICKS" "$CLK_TCK" "$(rss_hwm_kib "$BROKER_PID")" \
         >>"$OUT/pop-cpu.jsonl"
     log "$target: $(jq -r '"\(.acked) acked, \(.msgs_per_s) msgs/s, \(.empty_receives) empty receives, \(.errors) errors"' "$report")"
     stop_pid "$PROXY_PID"
