@@ -78,8 +78,27 @@ pub enum Undeliverable {
 /// queue, DELAY cleared, every other property kept (as RocketMQ does, so
 /// REAL_TOPIC/REAL_QID stay), plus the original store time.
 pub fn restore(view: &RecordView<'_>) -> Result<MessageToStore, Undeliverable> {
-    let offset = view.physical_offset();
     let mut msg = view.to_message();
+    let (topic, queue_id) = real_target(&msg, view.physical_offset(), None)?;
+    msg.properties.remove(property::DELAY_TIME_LEVEL);
+    msg.properties.insert(
+        property::ORIGIN_STORE_TIMESTAMP,
+        view.store_timestamp().to_string(),
+    );
+    msg.topic = topic;
+    msg.queue_id = queue_id;
+    Ok(msg)
+}
+
+/// The REAL_TOPIC and REAL_QID of `msg` (the record at `offset`), checked
+/// as a target a client could send to; `also_forbidden` is one more topic
+/// the caller must not write back into. Shared by the schedule and timer
+/// deliveries.
+pub(crate) fn real_target(
+    msg: &MessageToStore,
+    offset: i64,
+    also_forbidden: Option<&str>,
+) -> Result<(String, i32), Undeliverable> {
     let topic = msg
         .properties
         .get(property::REAL_TOPIC)
@@ -105,19 +124,12 @@ pub fn restore(view: &RecordView<'_>) -> Result<MessageToStore, Undeliverable> {
             why: e.to_string(),
         });
     }
-    if is_not_allowed_send_topic(&topic) {
+    if is_not_allowed_send_topic(&topic) || also_forbidden == Some(topic.as_str()) {
         return Err(Undeliverable::IllegalTarget {
             offset,
             topic,
             why: "only the broker writes it".into(),
         });
     }
-    msg.properties.remove(property::DELAY_TIME_LEVEL);
-    msg.properties.insert(
-        property::ORIGIN_STORE_TIMESTAMP,
-        view.store_timestamp().to_string(),
-    );
-    msg.topic = topic;
-    msg.queue_id = queue_id;
-    Ok(msg)
+    Ok((topic, queue_id))
 }

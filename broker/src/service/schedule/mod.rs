@@ -17,6 +17,7 @@ mod deliver;
 pub(crate) mod offsets;
 mod runner;
 
+pub(crate) use deliver::real_target;
 pub use deliver::{restore, DeliverySink, PutFailure, Undeliverable};
 pub use offsets::DelayOffsetTable;
 pub use runner::ScheduleService;

@@ -9,9 +9,8 @@
 use rmq_common::constants::{property, TIMER_TOPIC};
 use rmq_common::message::record::RecordView;
 use rmq_common::message::MessageToStore;
-use rmq_common::names::{is_not_allowed_send_topic, validate_topic};
 
-use crate::service::schedule::Undeliverable;
+use crate::service::schedule::{real_target, Undeliverable};
 
 /// TIMER_ENQUEUE_MS of a message that never entered the wheel (it was due
 /// when it was read): Java's Long.MAX_VALUE.
@@ -23,39 +22,10 @@ pub fn delivery(
     enqueue_ms: i64,
     now_ms: i64,
 ) -> Result<MessageToStore, Undeliverable> {
-    let offset = view.physical_offset();
     let mut msg = view.to_message();
-    let topic = msg
-        .properties
-        .remove(property::REAL_TOPIC)
-        .filter(|t| !t.is_empty())
-        .ok_or(Undeliverable::NoRealTarget {
-            offset,
-            what: property::REAL_TOPIC,
-        })?;
-    let queue_id = msg
-        .properties
-        .remove(property::REAL_QUEUE_ID)
-        .and_then(|q| q.parse::<i32>().ok())
-        .filter(|q| *q >= 0)
-        .ok_or(Undeliverable::NoRealTarget {
-            offset,
-            what: property::REAL_QUEUE_ID,
-        })?;
-    if let Err(e) = validate_topic(&topic) {
-        return Err(Undeliverable::IllegalTarget {
-            offset,
-            topic,
-            why: e.to_string(),
-        });
-    }
-    if is_not_allowed_send_topic(&topic) || topic == TIMER_TOPIC {
-        return Err(Undeliverable::IllegalTarget {
-            offset,
-            topic,
-            why: "only the broker writes it".into(),
-        });
-    }
+    let (topic, queue_id) = real_target(&msg, view.physical_offset(), Some(TIMER_TOPIC))?;
+    msg.properties.remove(property::REAL_TOPIC);
+    msg.properties.remove(property::REAL_QUEUE_ID);
     stamp(&mut msg, enqueue_ms, now_ms);
     msg.topic = topic;
     msg.queue_id = queue_id;
