@@ -48,6 +48,7 @@ const REGISTER_SPACING: Duration = Duration::from_millis(200);
 pub struct Broker {
     ctx: Arc<BrokerContext>,
     addr: SocketAddr,
+    grpc_addr: Option<SocketAddr>,
     namesrv: Option<NameServerHandle>,
     metrics_addr: Option<SocketAddr>,
     schedule: Option<ScheduleService>,
@@ -306,9 +307,10 @@ impl Broker {
             .unwrap_or(usize::MAX),
             ..ServerOptions::default().with_limits(&ctx.settings.store)
         };
+        let handler = Arc::new(BrokerHandler::new(Arc::clone(&ctx)));
         tracker.spawn(rmq_remoting::serve_tls(
             listener,
-            Arc::new(BrokerHandler::new(Arc::clone(&ctx))),
+            Arc::clone(&handler),
             options,
             tls_server.clone(),
             cancel.clone(),
@@ -328,6 +330,26 @@ impl Broker {
                 namesrv_addrs.push(ns.addr);
             }
         }
+        let grpc_addr = match u16::try_from(ctx.settings.broker.grpc_server_port) {
+            Ok(port) => {
+                let listener = bind(&ip, port).await?;
+                Some(
+                    crate::grpc::start(
+                        &ctx,
+                        handler,
+                        listener,
+                        namesrv_addrs.clone(),
+                        &cancel,
+                        &tracker,
+                    )
+                    .map_err(|source| BrokerError::Bind {
+                        addr: format!("{ip}:{port}"),
+                        source,
+                    })?,
+                )
+            }
+            Err(_) => None,
+        };
         start_ha_master(&ctx, addr, &cancel, &tracker).await?;
         let registrar = start_registrar(&ctx, namesrv_addrs, &cancel, &tracker).await?;
         if let Some(r) = &registrar {
@@ -340,6 +362,7 @@ impl Broker {
         Ok(Self {
             ctx,
             addr,
+            grpc_addr,
             namesrv,
             metrics_addr,
             schedule,
@@ -361,6 +384,11 @@ impl Broker {
     /// Where clients connect.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Where the gRPC API of RocketMQ 5.x's SDKs is served, if it is.
+    pub fn grpc_addr(&self) -> Option<SocketAddr> {
+        self.grpc_addr
     }
 
     /// Where `/metrics` is served, if it is.

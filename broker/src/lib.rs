@@ -27,6 +27,7 @@ pub(crate) mod clients;
 pub mod config;
 pub mod context;
 pub mod error;
+pub(crate) mod grpc;
 pub mod ha;
 pub mod logging;
 pub mod meta;

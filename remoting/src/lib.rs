@@ -17,7 +17,7 @@ pub mod server;
 pub mod tls;
 mod writer;
 
-pub use server::{serve, serve_tls, ConnId, Connection, RequestHandler, ServerOptions};
+pub use server::{serve, serve_tls, ConnId, Connection, Outbox, RequestHandler, ServerOptions};
 
 #[cfg(test)]
 mod server_tests;

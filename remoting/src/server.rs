@@ -121,6 +121,53 @@ impl Connection {
     }
 }
 
+/// Frames the broker sends to a [`Connection::detached`] connection, for
+/// whoever carries them to the client by other means (the gRPC telemetry
+/// stream).
+#[derive(Debug)]
+pub struct Outbox {
+    rx: mpsc::Receiver<Queued>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl Outbox {
+    /// The next frame; `None` once the connection is gone.
+    pub async fn recv(&mut self) -> Option<RemotingCommand> {
+        let q = self.rx.recv().await?;
+        self.queued.fetch_sub(q.bytes, Ordering::Relaxed);
+        Some(q.cmd)
+    }
+}
+
+impl Connection {
+    /// A connection with no socket: a client that reaches the broker by
+    /// another protocol (gRPC) but is registered, checked back and
+    /// answered through the same tables as a remoting client. What the
+    /// broker sends it arrives in the returned [`Outbox`]; at most
+    /// `max_queued` bytes wait there before sends fail.
+    pub fn detached(peer: SocketAddr, max_queued: usize) -> (Arc<Self>, Outbox) {
+        let (tx, rx) = mpsc::channel::<Queued>(WRITE_QUEUE);
+        let queued = Arc::new(AtomicUsize::new(0));
+        let conn = Arc::new(Self {
+            id: NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed),
+            peer,
+            tx,
+            closed: CancellationToken::new(),
+            last_seen_ms: AtomicI64::new(rmq_common::time::now_ms()),
+            queued: Arc::clone(&queued),
+            max_queued,
+            logs: Arc::new(RefusalLogs::default()),
+        });
+        (conn, Outbox { rx, queued })
+    }
+
+    /// Records activity of a detached connection's client now.
+    pub fn touch(&self) {
+        self.last_seen_ms
+            .store(rmq_common::time::now_ms(), Ordering::Relaxed);
+    }
+}
+
 /// Answers requests arriving on connections.
 pub trait RequestHandler: Send + Sync + 'static {
     /// Handles one request; `None` for oneway requests and for requests

@@ -30,6 +30,7 @@ pub fn broker_settings(root: &Path, backend: CqBackend) -> Settings {
         broker: BrokerConfig {
             listen_port: 0,
             namesrv_listen_port: 0,
+            grpc_server_port: 0,
             metrics_port: -1,
             ..BrokerConfig::default()
         },

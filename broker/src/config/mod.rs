@@ -45,6 +45,10 @@ pub struct BrokerConfig {
     pub namesrv_addr: String,
     /// Port of the embedded NameServer (0 picks a free one, -1 disables it).
     pub namesrv_listen_port: i32,
+    /// Port of the gRPC API of RocketMQ 5.x's SDKs (`apache.rocketmq.v2`,
+    /// the key and default of Apache RocketMQ's proxy; 0 picks a free one,
+    /// -1 disables it).
+    pub grpc_server_port: i32,
     /// Create unknown topics on first send.
     pub auto_create_topic_enable: bool,
     /// Queues of an auto-created topic (also capped by the client's request).
@@ -229,6 +233,7 @@ impl Default for BrokerConfig {
             listen_port: 10911,
             namesrv_addr: String::new(),
             namesrv_listen_port: 9876,
+            grpc_server_port: 8081,
             auto_create_topic_enable: true,
             default_topic_queue_nums: 8,
             register_name_server_period_ms: 30_000,
@@ -392,6 +397,12 @@ impl BrokerConfig {
             return Err(ConfigError::new(
                 "namesrvListenPort",
                 "must be -1 (off), 0 (any) or a port",
+            ));
+        }
+        if !(-1..=65535).contains(&self.grpc_server_port) {
+            return Err(ConfigError::new(
+                "grpcServerPort",
+                format!("{} is not a port", self.grpc_server_port),
             ));
         }
         if !(-1..=65535).contains(&self.metrics_port) {

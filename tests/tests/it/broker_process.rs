@@ -27,6 +27,7 @@ pub fn hermetic(ns: SocketAddr) -> Vec<String> {
         "listenPort=0".to_owned(),
         "namesrvListenPort=-1".to_owned(),
         "metricsPort=-1".to_owned(),
+        "grpcServerPort=-1".to_owned(),
         format!("namesrvAddr={ns}"),
         // The shipped files keep Java's 1 GiB CommitLog segment, which the
         // store allocates on disk at once; 16 MiB keeps a run's disk small.

@@ -15,6 +15,7 @@ mod cq_conformance;
 mod cq_model;
 mod disk_full;
 mod groups_5x;
+mod grpc_direct;
 mod ha_crash;
 mod ha_failover;
 mod ha_interop;

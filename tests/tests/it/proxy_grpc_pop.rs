@@ -87,7 +87,7 @@ pub(crate) fn received_in_order(run: &java::JavaRun) -> Vec<Line> {
 }
 
 /// SimpleConsumer receive and ack, and a tag filter.
-async fn simple(broker: &Broker, home: &Path, endpoint: &str) {
+pub(crate) async fn simple(broker: &Broker, home: &Path, endpoint: &str) {
     let topic = "GrpcPopTopic";
     create_topic(broker, topic, 4, "NORMAL").await;
     for g in ["GrpcPopAll", "GrpcPopTagA"] {
@@ -134,7 +134,7 @@ async fn simple(broker: &Broker, home: &Path, endpoint: &str) {
 }
 
 /// Redelivery after the invisible time, and after a shortened one.
-async fn redeliver(broker: &Broker, home: &Path, endpoint: &str) {
+pub(crate) async fn redeliver(broker: &Broker, home: &Path, endpoint: &str) {
     let topic = "GrpcRedeliverTopic";
     create_topic(broker, topic, 1, "NORMAL").await;
     create_group(broker, "GrpcRedeliverGroup", false).await;
@@ -164,7 +164,7 @@ async fn redeliver(broker: &Broker, home: &Path, endpoint: &str) {
 }
 
 /// FIFO topic, FIFO group: each message group in send order.
-async fn fifo(broker: &Broker, home: &Path, endpoint: &str) {
+pub(crate) async fn fifo(broker: &Broker, home: &Path, endpoint: &str) {
     let topic = "GrpcFifoTopic";
     let (count, groups) = (12, 3);
     create_topic(broker, topic, 2, "FIFO").await;
@@ -220,7 +220,7 @@ pub(crate) fn assert_send_order_per_group(got: &[Line], groups: usize, report: &
 }
 
 /// The PushConsumer gets every message once.
-async fn push(broker: &Broker, home: &Path, endpoint: &str) {
+pub(crate) async fn push(broker: &Broker, home: &Path, endpoint: &str) {
     let (topic, group) = ("GrpcPushTopic", "GrpcPushGroup");
     create_topic(broker, topic, 4, "NORMAL").await;
     create_group(broker, group, false).await;

@@ -60,6 +60,7 @@ pub(crate) fn settings(name: &str, store: StoreConfig) -> Settings {
         broker: BrokerConfig {
             broker_name: name.into(),
             listen_port: 0,
+            grpc_server_port: -1,
             namesrv_listen_port: -1,
             metrics_port: 0,
             ..BrokerConfig::default()

@@ -93,6 +93,7 @@ fn settings(dir: &std::path::Path, backend: CqBackend, flush: FlushDiskType) -> 
         broker: BrokerConfig {
             broker_name: format!("bench-ha-{}", backend.as_str()),
             listen_port: 0,
+            grpc_server_port: -1,
             metrics_port: -1,
             ..BrokerConfig::default()
         },

@@ -247,6 +247,7 @@ async fn one(spec: &PopSpec, bin: &std::path::Path, form: PopForm) -> anyhow::Re
         "listenPort=0".to_owned(),
         "namesrvListenPort=-1".to_owned(),
         "metricsPort=-1".to_owned(),
+        "grpcServerPort=-1".to_owned(),
         format!("brokerName={BROKER_NAME}"),
         format!("storePathRootDir={}", dir.path().join("store").display()),
         // A small run does not need Java's 1 GiB segments on disk.

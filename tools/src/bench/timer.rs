@@ -181,6 +181,7 @@ async fn one(spec: &TimerSpec, bin: &Path, store: TimerStoreType) -> anyhow::Res
         "listenPort=0".to_owned(),
         "namesrvListenPort=-1".to_owned(),
         "metricsPort=-1".to_owned(),
+        "grpcServerPort=-1".to_owned(),
         "brokerName=bench-timer".to_owned(),
         format!("storePathRootDir={}", root.display()),
         "mappedFileSizeCommitLog=268435456".to_owned(),

@@ -1,0 +1,179 @@
+//! AckMessage, ChangeInvisibleDuration and ForwardMessageToDeadLetterQueue:
+//! each receipt handle is decoded, refused once expired, and sent to the
+//! broker's own POP path (ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME) or
+//! send-back (CONSUMER_SEND_MSG_BACK with delay level -1, then an ack), as
+//! the proxy's `ConsumerProcessor` and `ProducerProcessor` do.
+
+use std::sync::Arc;
+
+use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_grpc::pb;
+
+use super::clients::GrpcClient;
+use super::convert::duration_ms;
+use super::receipt::ReceiptHandle;
+use super::receive::check_invisible;
+use super::service::Inner;
+use super::status::{self, Failure};
+
+fn success(resp: &RemotingCommand) -> Result<(), Failure> {
+    if resp.code == i32::from(ResponseCode::Success) {
+        Ok(())
+    } else {
+        Err(Failure::remoting(resp.code, resp.remark.as_deref()))
+    }
+}
+
+/// Acks the message `handle` names.
+pub(crate) async fn ack_handle(
+    inner: &Inner,
+    client: &Arc<GrpcClient>,
+    group: &str,
+    topic: &str,
+    handle: &str,
+) -> Result<(), Failure> {
+    let h = ReceiptHandle::decode(handle)?;
+    h.check_fresh(rmq_common::time::now_ms())?;
+    let mut cmd = RemotingCommand::request(RequestCode::AckMessage);
+    cmd.put_ext("consumerGroup", group);
+    cmd.put_ext("topic", h.real_topic(topic, group));
+    cmd.put_ext("queueId", h.queue_id);
+    cmd.put_ext("extraInfo", &h.text);
+    cmd.put_ext("offset", h.queue_offset);
+    success(&inner.call(client, cmd).await?)
+}
+
+pub(crate) async fn ack(
+    inner: &Inner,
+    client: &Arc<GrpcClient>,
+    req: pb::AckMessageRequest,
+) -> Result<pb::AckMessageResponse, Failure> {
+    let topic = inner.check_topic(&req.topic.unwrap_or_default())?;
+    let group = inner.check_group(&req.group.unwrap_or_default())?;
+    let results = futures::future::join_all(
+        req.entries
+            .iter()
+            .map(|e| ack_handle(inner, client, &group, &topic, &e.receipt_handle)),
+    )
+    .await;
+    let mut codes = Vec::with_capacity(results.len());
+    let entries = req
+        .entries
+        .into_iter()
+        .zip(results)
+        .map(|(e, r)| {
+            let status = match r {
+                Ok(()) => status::ok(),
+                Err(f) => f.status(),
+            };
+            codes.push(pb::Code::try_from(status.code).unwrap_or(pb::Code::InternalServerError));
+            pb::AckMessageResultEntry {
+                message_id: e.message_id,
+                receipt_handle: e.receipt_handle,
+                status: Some(status),
+            }
+        })
+        .collect();
+    Ok(pb::AckMessageResponse {
+        status: Some(status::of_entries(&codes, "ack message result is empty")),
+        entries,
+    })
+}
+
+pub(crate) async fn change_invisible(
+    inner: &Inner,
+    client: &Arc<GrpcClient>,
+    req: pb::ChangeInvisibleDurationRequest,
+) -> Result<pb::ChangeInvisibleDurationResponse, Failure> {
+    let topic = inner.check_topic(&req.topic.unwrap_or_default())?;
+    let group = inner.check_group(&req.group.unwrap_or_default())?;
+    let invisible = req.invisible_duration.as_ref().map_or(0, duration_ms);
+    check_invisible(invisible, 0)?;
+    let h = ReceiptHandle::decode(&req.receipt_handle)?;
+    h.check_fresh(rmq_common::time::now_ms())?;
+    let mut cmd = RemotingCommand::request(RequestCode::ChangeMessageInvisibletime);
+    cmd.put_ext("consumerGroup", &group);
+    cmd.put_ext("topic", h.real_topic(&topic, &group));
+    cmd.put_ext("queueId", h.queue_id);
+    cmd.put_ext("extraInfo", &h.text);
+    cmd.put_ext("offset", h.queue_offset);
+    cmd.put_ext("invisibleTime", invisible);
+    let resp = inner.call(client, cmd).await?;
+    success(&resp)?;
+    // The new handle, as the proxy builds it: the message's own queue
+    // offset as the checkpoint offset, the answer's pop time, invisible
+    // time and revive queue.
+    let ext = resp.ext();
+    let number = |k: &'static str| ext.get_i64(k).ok().flatten();
+    let (Some(pop_time), Some(invisible_time), Some(revive_qid)) = (
+        number("popTime"),
+        number("invisibleTime"),
+        number("reviveQid").and_then(|q| i32::try_from(q).ok()),
+    ) else {
+        return Err(Failure::internal(
+            "changeInvisibleDuration failed: status is abnormal",
+        ));
+    };
+    let info = rmq_common::pop::ExtraInfo {
+        ck_offset: h.queue_offset,
+        pop_time,
+        invisible_time,
+        revive_qid,
+        retry: h.info.retry,
+        broker_name: h.info.broker_name.clone(),
+    }
+    .with_queue(h.queue_id, h.queue_offset);
+    Ok(pb::ChangeInvisibleDurationResponse {
+        status: Some(status::ok()),
+        receipt_handle: ReceiptHandle::encode(&info, h.commit_log_offset),
+    })
+}
+
+/// Sends the message `handle` names to `group`'s DLQ, then acks it.
+pub(crate) async fn to_dlq(
+    inner: &Inner,
+    client: &Arc<GrpcClient>,
+    group: &str,
+    topic: &str,
+    message_id: &str,
+    handle: &str,
+) -> Result<(), Failure> {
+    let h = ReceiptHandle::decode(handle)?;
+    h.check_fresh(rmq_common::time::now_ms())?;
+    if h.commit_log_offset < 0 {
+        return Err(Failure::new(
+            pb::Code::InvalidReceiptHandle,
+            "commit log offset is empty",
+        ));
+    }
+    let mut cmd = RemotingCommand::request(RequestCode::ConsumerSendMsgBack);
+    cmd.put_ext("offset", h.commit_log_offset);
+    cmd.put_ext("group", group);
+    cmd.put_ext("delayLevel", -1);
+    cmd.put_ext("originMsgId", message_id);
+    cmd.put_ext("originTopic", h.real_topic(topic, group));
+    cmd.put_ext("maxReconsumeTimes", 0);
+    success(&inner.call(client, cmd).await?)?;
+    ack_handle(inner, client, group, topic, handle).await
+}
+
+pub(crate) async fn forward_to_dlq(
+    inner: &Inner,
+    client: &Arc<GrpcClient>,
+    req: pb::ForwardMessageToDeadLetterQueueRequest,
+) -> Result<pb::ForwardMessageToDeadLetterQueueResponse, Failure> {
+    let topic = inner.check_topic(&req.topic.unwrap_or_default())?;
+    let group = inner.check_group(&req.group.unwrap_or_default())?;
+    to_dlq(
+        inner,
+        client,
+        &group,
+        &topic,
+        &req.message_id,
+        &req.receipt_handle,
+    )
+    .await?;
+    Ok(pb::ForwardMessageToDeadLetterQueueResponse {
+        status: Some(status::ok()),
+    })
+}

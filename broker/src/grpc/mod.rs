@@ -1,0 +1,121 @@
+//! RocketMQ 5.x's gRPC API (`apache.rocketmq.v2.MessagingService`, the
+//! protocol of every 5.x SDK) served by the broker itself on
+//! `grpcServerPort`, the role Apache RocketMQ gives its proxy: no second
+//! process, no second hop. Every RPC runs through the broker's own request
+//! handler (the ACL check, validation and the processors of
+//! `processor/`), on a detached remoting connection per gRPC client, so a
+//! gRPC client and a remoting client see the same topics, groups, offsets,
+//! POP state, timers and transactions.
+//!
+//! Layout: `service` (the RPCs and what they share), `meta` (the caller),
+//! `clients` (gRPC clients by id and their connections), `telemetry` (the
+//! settings handshake and broker-to-client commands), `route`, `send`,
+//! `receive`, `ack`, `transaction`, `receipt` (receipt handles), `convert`
+//! (messages between the two forms), `settings`, `status`.
+
+mod ack;
+mod clients;
+mod convert;
+mod meta;
+mod receipt;
+mod receive;
+mod route;
+mod send;
+mod service;
+mod settings;
+mod status;
+mod telemetry;
+mod transaction;
+
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmq_grpc::MessagingServiceServer;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::context::BrokerContext;
+use crate::processor::BrokerHandler;
+use clients::GrpcClients;
+use service::{GrpcService, Inner};
+
+/// How often idle clients and expired transaction halves are dropped.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(5);
+/// Streams (calls) one HTTP/2 connection may have open at once.
+const MAX_STREAMS_PER_CONNECTION: u32 = 1024;
+/// Keepalive pings on an idle connection.
+const KEEPALIVE: Duration = Duration::from_secs(30);
+
+/// Serves gRPC on `listener` until `cancel`; the server and its sweeper
+/// run on `tracker`. Returns the address routes name.
+pub(crate) fn start(
+    ctx: &Arc<BrokerContext>,
+    handler: Arc<BrokerHandler>,
+    listener: TcpListener,
+    namesrv: Vec<SocketAddr>,
+    cancel: &CancellationToken,
+    tracker: &TaskTracker,
+) -> std::io::Result<SocketAddr> {
+    let endpoint = listener.local_addr()?;
+    let max_body = usize::try_from(ctx.settings.store.max_message_size_bytes).unwrap_or(usize::MAX);
+    let max_queued = usize::try_from(ctx.settings.broker.max_buffered_bytes_per_connection)
+        .unwrap_or(usize::MAX);
+    let inner = Arc::new(Inner {
+        ctx: Arc::clone(ctx),
+        clients: GrpcClients::new(Arc::clone(&handler), max_queued),
+        handler,
+        transactions: transaction::TransactionTable::default(),
+        namesrv,
+        endpoint,
+        limits: convert::SendLimits::with_max_body(max_body),
+        next_queue: AtomicUsize::new(0),
+        cancel: cancel.clone(),
+        tracker: tracker.clone(),
+    });
+    // A whole batch of maximal messages fits in one request.
+    let max_request = max_body.saturating_mul(4).saturating_add(1024 * 1024);
+    let service = MessagingServiceServer::new(GrpcService {
+        inner: Arc::clone(&inner),
+    })
+    .max_decoding_message_size(max_request)
+    .max_encoding_message_size(usize::MAX);
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let shutdown = cancel.clone();
+    let served = Arc::clone(&inner);
+    tracker.spawn(async move {
+        let result = tonic::transport::Server::builder()
+            .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+            .http2_keepalive_interval(Some(KEEPALIVE))
+            .add_service(service)
+            .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
+            .await;
+        if let Err(e) = result {
+            tracing::error!(error = %e, "gRPC server stopped");
+        }
+        served.clients.clear();
+    });
+    let swept = Arc::clone(&inner);
+    let stop = cancel.clone();
+    tracker.spawn(async move {
+        let mut tick = tokio::time::interval(SWEEP_INTERVAL);
+        loop {
+            tokio::select! {
+                biased;
+                _ = stop.cancelled() => break,
+                _ = tick.tick() => {
+                    let now = rmq_common::time::now_ms();
+                    let clients = swept.clients.sweep(now);
+                    let halves = swept.transactions.sweep(now);
+                    if clients + halves > 0 {
+                        tracing::debug!(clients, halves, "gRPC sweep");
+                    }
+                }
+            }
+        }
+    });
+    tracing::info!(%endpoint, "gRPC (apache.rocketmq.v2) served");
+    Ok(endpoint)
+}

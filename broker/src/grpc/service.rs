@@ -1,0 +1,355 @@
+//! `MessagingService` over the broker: each RPC reads the caller from the
+//! metadata, finds (or makes) its client, and hands the request to its
+//! family's file, which runs it through the broker's own request handler
+//! on the client's connection. A failure is answered in the response's
+//! `status`, as the proxy answers it; only the streams fail at the gRPC
+//! level.
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+
+use futures::Stream;
+use rmq_common::remoting::RemotingCommand;
+use rmq_grpc::pb;
+use rmq_remoting::RequestHandler;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tonic::{Request, Response, Status, Streaming};
+
+use super::clients::{GrpcClient, GrpcClients};
+use super::convert::SendLimits;
+use super::meta::CallMeta;
+use super::status::{self, Failure, WithStatus};
+use super::transaction::{self, TransactionTable};
+use super::{ack, receive, route, send, telemetry};
+use crate::context::BrokerContext;
+use crate::processor::BrokerHandler;
+
+/// Telemetry commands queued for one client before the broker's sends to
+/// it fail.
+const TELEMETRY_QUEUE: usize = 256;
+
+/// What every RPC shares.
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub ctx: Arc<BrokerContext>,
+    pub handler: Arc<BrokerHandler>,
+    pub clients: GrpcClients,
+    pub transactions: TransactionTable,
+    /// NameServers asked for routes.
+    pub namesrv: Vec<SocketAddr>,
+    /// This broker's gRPC address, as routes name it.
+    pub endpoint: SocketAddr,
+    pub limits: SendLimits,
+    pub next_queue: AtomicUsize,
+    pub cancel: CancellationToken,
+    pub tracker: TaskTracker,
+}
+
+/// `name` under `namespace`, as the SDKs' namespaces wrap it.
+fn wrap(r: &pb::Resource) -> String {
+    if r.resource_namespace.is_empty() {
+        r.name.clone()
+    } else {
+        format!("{}%{}", r.resource_namespace, r.name)
+    }
+}
+
+impl Inner {
+    /// The topic a resource names; ILLEGAL_TOPIC for a bad or system one.
+    pub fn check_topic(&self, r: &pb::Resource) -> Result<String, Failure> {
+        let name = wrap(r);
+        rmq_common::names::validate_topic(&name)
+            .map_err(|e| Failure::new(pb::Code::IllegalTopic, e.to_string()))?;
+        if rmq_common::names::is_system_topic(&name) {
+            return Err(Failure::new(
+                pb::Code::IllegalTopic,
+                "cannot access system topic",
+            ));
+        }
+        Ok(name)
+    }
+
+    /// The group a resource names; ILLEGAL_CONSUMER_GROUP for a bad or
+    /// system one.
+    pub fn check_group(&self, r: &pb::Resource) -> Result<String, Failure> {
+        let name = wrap(r);
+        rmq_common::names::validate_group(&name)
+            .map_err(|e| Failure::new(pb::Code::IllegalConsumerGroup, e.to_string()))?;
+        if name.starts_with("CID_RMQ_SYS_") {
+            return Err(Failure::new(
+                pb::Code::IllegalConsumerGroup,
+                "cannot access system consumer group",
+            ));
+        }
+        Ok(name)
+    }
+
+    /// Runs `cmd` through the broker's request handler on `client`'s
+    /// connection.
+    pub async fn call(
+        &self,
+        client: &Arc<GrpcClient>,
+        cmd: RemotingCommand,
+    ) -> Result<RemotingCommand, Failure> {
+        client.conn.touch();
+        Arc::clone(&self.handler)
+            .handle(Arc::clone(&client.conn), cmd)
+            .await
+            .ok_or_else(|| Failure::internal("the broker gave no answer"))
+    }
+
+    /// The caller's client; a new one's outbox starts being carried to
+    /// its telemetry stream.
+    fn client(self: &Arc<Self>, meta: &CallMeta) -> Arc<GrpcClient> {
+        let (client, outbox) = self.clients.get(meta);
+        if let Some(outbox) = outbox {
+            self.tracker.spawn(telemetry::pump(
+                Arc::clone(self),
+                Arc::clone(&client),
+                outbox,
+            ));
+        }
+        client
+    }
+}
+
+/// The broker's `MessagingService`.
+#[derive(Debug, Clone)]
+pub(crate) struct GrpcService {
+    pub inner: Arc<Inner>,
+}
+
+type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
+
+impl GrpcService {
+    fn begin<T>(&self, req: &Request<T>) -> Result<(CallMeta, Arc<GrpcClient>), Failure> {
+        let meta = CallMeta::read(req.metadata(), req.remote_addr())?;
+        let client = self.inner.client(&meta);
+        Ok((meta, client))
+    }
+}
+
+fn answer<R: WithStatus>(r: Result<R, Failure>) -> Result<Response<R>, Status> {
+    Ok(Response::new(r.unwrap_or_else(|f| R::failed(&f))))
+}
+
+macro_rules! begin_or_answer {
+    ($self:ident, $req:ident) => {
+        match $self.begin(&$req) {
+            Ok(x) => x,
+            Err(f) => return answer(Err(f)),
+        }
+    };
+}
+
+#[tonic::async_trait]
+impl rmq_grpc::MessagingService for GrpcService {
+    async fn query_route(
+        &self,
+        request: Request<pb::QueryRouteRequest>,
+    ) -> Result<Response<pb::QueryRouteResponse>, Status> {
+        let _ = begin_or_answer!(self, request);
+        answer(route::query_route(&self.inner, request.into_inner()).await)
+    }
+
+    async fn heartbeat(
+        &self,
+        request: Request<pb::HeartbeatRequest>,
+    ) -> Result<Response<pb::HeartbeatResponse>, Status> {
+        let (_, client) = begin_or_answer!(self, request);
+        let Some(settings) = client.settings() else {
+            return answer(Err(Failure::new(
+                pb::Code::UnrecognizedClientType,
+                "cannot find client settings for this client",
+            )));
+        };
+        let r = telemetry::register(&self.inner, &client, &settings).await;
+        answer(r.map(|()| pb::HeartbeatResponse {
+            status: Some(status::ok()),
+        }))
+    }
+
+    async fn send_message(
+        &self,
+        request: Request<pb::SendMessageRequest>,
+    ) -> Result<Response<pb::SendMessageResponse>, Status> {
+        let (meta, client) = begin_or_answer!(self, request);
+        answer(send::send(&self.inner, &client, &meta, request.into_inner()).await)
+    }
+
+    async fn query_assignment(
+        &self,
+        request: Request<pb::QueryAssignmentRequest>,
+    ) -> Result<Response<pb::QueryAssignmentResponse>, Status> {
+        let _ = begin_or_answer!(self, request);
+        answer(route::query_assignment(&self.inner, request.into_inner()).await)
+    }
+
+    type ReceiveMessageStream = BoxStream<pb::ReceiveMessageResponse>;
+
+    async fn receive_message(
+        &self,
+        request: Request<pb::ReceiveMessageRequest>,
+    ) -> Result<Response<Self::ReceiveMessageStream>, Status> {
+        let items = match self.begin(&request) {
+            Ok((meta, client)) => {
+                receive::receive(&self.inner, &client, &meta, request.into_inner()).await
+            }
+            Err(f) => vec![pb::ReceiveMessageResponse {
+                content: Some(pb::receive_message_response::Content::Status(f.status())),
+            }],
+        };
+        let stream = futures::stream::iter(items.into_iter().map(Ok));
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn ack_message(
+        &self,
+        request: Request<pb::AckMessageRequest>,
+    ) -> Result<Response<pb::AckMessageResponse>, Status> {
+        let (_, client) = begin_or_answer!(self, request);
+        answer(ack::ack(&self.inner, &client, request.into_inner()).await)
+    }
+
+    async fn forward_message_to_dead_letter_queue(
+        &self,
+        request: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
+    ) -> Result<Response<pb::ForwardMessageToDeadLetterQueueResponse>, Status> {
+        let (_, client) = begin_or_answer!(self, request);
+        answer(ack::forward_to_dlq(&self.inner, &client, request.into_inner()).await)
+    }
+
+    type PullMessageStream = BoxStream<pb::PullMessageResponse>;
+
+    async fn pull_message(
+        &self,
+        _request: Request<pb::PullMessageRequest>,
+    ) -> Result<Response<Self::PullMessageStream>, Status> {
+        Err(Status::unimplemented(
+            "PullMessage is not served (Apache RocketMQ 5.3.3's proxy does not serve it either)",
+        ))
+    }
+
+    async fn update_offset(
+        &self,
+        _request: Request<pb::UpdateOffsetRequest>,
+    ) -> Result<Response<pb::UpdateOffsetResponse>, Status> {
+        Err(Status::unimplemented("UpdateOffset is not served"))
+    }
+
+    async fn get_offset(
+        &self,
+        _request: Request<pb::GetOffsetRequest>,
+    ) -> Result<Response<pb::GetOffsetResponse>, Status> {
+        Err(Status::unimplemented("GetOffset is not served"))
+    }
+
+    async fn query_offset(
+        &self,
+        _request: Request<pb::QueryOffsetRequest>,
+    ) -> Result<Response<pb::QueryOffsetResponse>, Status> {
+        Err(Status::unimplemented("QueryOffset is not served"))
+    }
+
+    async fn end_transaction(
+        &self,
+        request: Request<pb::EndTransactionRequest>,
+    ) -> Result<Response<pb::EndTransactionResponse>, Status> {
+        let (_, client) = begin_or_answer!(self, request);
+        answer(end_transaction(&self.inner, &client, request.into_inner()).await)
+    }
+
+    type TelemetryStream = BoxStream<pb::TelemetryCommand>;
+
+    async fn telemetry(
+        &self,
+        request: Request<Streaming<pb::TelemetryCommand>>,
+    ) -> Result<Response<Self::TelemetryStream>, Status> {
+        let (_, client) = self
+            .begin(&request)
+            .map_err(|f| Status::invalid_argument(f.message))?;
+        let (tx, rx) = mpsc::channel(TELEMETRY_QUEUE);
+        self.inner.tracker.spawn(telemetry::serve(
+            Arc::clone(&self.inner),
+            client,
+            request.into_inner(),
+            tx,
+        ));
+        let stream = futures::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|item| (item, rx))
+        });
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn notify_client_termination(
+        &self,
+        request: Request<pb::NotifyClientTerminationRequest>,
+    ) -> Result<Response<pb::NotifyClientTerminationResponse>, Status> {
+        let (meta, client) = begin_or_answer!(self, request);
+        if client.settings().is_none() {
+            self.inner.clients.remove(&meta.client_id);
+            return answer(Err(Failure::new(
+                pb::Code::UnrecognizedClientType,
+                "cannot find client settings for this client",
+            )));
+        }
+        self.inner.clients.remove(&meta.client_id);
+        answer(Ok(pb::NotifyClientTerminationResponse {
+            status: Some(status::ok()),
+        }))
+    }
+
+    async fn change_invisible_duration(
+        &self,
+        request: Request<pb::ChangeInvisibleDurationRequest>,
+    ) -> Result<Response<pb::ChangeInvisibleDurationResponse>, Status> {
+        let (_, client) = begin_or_answer!(self, request);
+        answer(ack::change_invisible(&self.inner, &client, request.into_inner()).await)
+    }
+
+    async fn recall_message(
+        &self,
+        request: Request<pb::RecallMessageRequest>,
+    ) -> Result<Response<pb::RecallMessageResponse>, Status> {
+        let (_, client) = begin_or_answer!(self, request);
+        answer(send::recall(&self.inner, &client, request.into_inner()).await)
+    }
+}
+
+async fn end_transaction(
+    inner: &Inner,
+    client: &Arc<GrpcClient>,
+    req: pb::EndTransactionRequest,
+) -> Result<pb::EndTransactionResponse, Failure> {
+    let topic = inner.check_topic(&req.topic.clone().unwrap_or_default())?;
+    transaction::check_id(&req.transaction_id)?;
+    let Some(half) = inner.transactions.take(&topic, &req.transaction_id) else {
+        return Err(Failure::new(
+            pb::Code::InvalidTransactionId,
+            format!(
+                "cannot find transaction data for transaction id {}",
+                req.transaction_id
+            ),
+        ));
+    };
+    let Some(cmd) = transaction::end_command(&req, &topic, &half) else {
+        // UNSPECIFIED: kept for the check-back's answer.
+        inner
+            .transactions
+            .remember(&topic, &req.transaction_id, half);
+        return Ok(pb::EndTransactionResponse {
+            status: Some(status::ok()),
+        });
+    };
+    let resp = inner.call(client, cmd).await?;
+    if resp.code != i32::from(rmq_common::remoting::ResponseCode::Success) {
+        return Err(Failure::remoting(resp.code, resp.remark.as_deref()));
+    }
+    Ok(pb::EndTransactionResponse {
+        status: Some(status::ok()),
+    })
+}
