@@ -335,6 +335,16 @@ impl TlsServer {
         self.mode
     }
 
+    /// The same server offering `protocols` by ALPN (gRPC needs `h2`).
+    pub fn with_alpn(&self, protocols: &[&[u8]]) -> Self {
+        let mut config = ServerConfig::clone(self.acceptor.config());
+        config.alpn_protocols = protocols.iter().map(|p| p.to_vec()).collect();
+        Self {
+            mode: self.mode,
+            acceptor: TlsAcceptor::from(Arc::new(config)),
+        }
+    }
+
     /// Looks at the first byte `peer` sends: TLS is started on a handshake
     /// record, a plain client goes on as it is (permissive) or is refused
     /// (enforcing). `Err` names why the connection is closed.

@@ -4,15 +4,13 @@
 //! send-back (CONSUMER_SEND_MSG_BACK with delay level -1, then an ack), as
 //! the proxy's `ConsumerProcessor` and `ProducerProcessor` do.
 
-use std::sync::Arc;
-
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_grpc::pb;
 
-use super::clients::GrpcClient;
 use super::convert::duration_ms;
 use super::receipt::ReceiptHandle;
 use super::receive::check_invisible;
+use super::service::Caller;
 use super::service::Inner;
 use super::status::{self, Failure};
 
@@ -27,7 +25,7 @@ fn success(resp: &RemotingCommand) -> Result<(), Failure> {
 /// Acks the message `handle` names.
 pub(crate) async fn ack_handle(
     inner: &Inner,
-    client: &Arc<GrpcClient>,
+    caller: &Caller,
     group: &str,
     topic: &str,
     handle: &str,
@@ -40,12 +38,12 @@ pub(crate) async fn ack_handle(
     cmd.put_ext("queueId", h.queue_id);
     cmd.put_ext("extraInfo", &h.text);
     cmd.put_ext("offset", h.queue_offset);
-    success(&inner.call(client, cmd).await?)
+    success(&inner.call(caller, cmd).await?)
 }
 
 pub(crate) async fn ack(
     inner: &Inner,
-    client: &Arc<GrpcClient>,
+    caller: &Caller,
     req: pb::AckMessageRequest,
 ) -> Result<pb::AckMessageResponse, Failure> {
     let topic = inner.check_topic(&req.topic.unwrap_or_default())?;
@@ -53,7 +51,7 @@ pub(crate) async fn ack(
     let results = futures::future::join_all(
         req.entries
             .iter()
-            .map(|e| ack_handle(inner, client, &group, &topic, &e.receipt_handle)),
+            .map(|e| ack_handle(inner, caller, &group, &topic, &e.receipt_handle)),
     )
     .await;
     let mut codes = Vec::with_capacity(results.len());
@@ -82,7 +80,7 @@ pub(crate) async fn ack(
 
 pub(crate) async fn change_invisible(
     inner: &Inner,
-    client: &Arc<GrpcClient>,
+    caller: &Caller,
     req: pb::ChangeInvisibleDurationRequest,
 ) -> Result<pb::ChangeInvisibleDurationResponse, Failure> {
     let topic = inner.check_topic(&req.topic.unwrap_or_default())?;
@@ -98,7 +96,7 @@ pub(crate) async fn change_invisible(
     cmd.put_ext("extraInfo", &h.text);
     cmd.put_ext("offset", h.queue_offset);
     cmd.put_ext("invisibleTime", invisible);
-    let resp = inner.call(client, cmd).await?;
+    let resp = inner.call(caller, cmd).await?;
     success(&resp)?;
     // The new handle, as the proxy builds it: the message's own queue
     // offset as the checkpoint offset, the answer's pop time, invisible
@@ -132,7 +130,7 @@ pub(crate) async fn change_invisible(
 /// Sends the message `handle` names to `group`'s DLQ, then acks it.
 pub(crate) async fn to_dlq(
     inner: &Inner,
-    client: &Arc<GrpcClient>,
+    caller: &Caller,
     group: &str,
     topic: &str,
     message_id: &str,
@@ -153,20 +151,20 @@ pub(crate) async fn to_dlq(
     cmd.put_ext("originMsgId", message_id);
     cmd.put_ext("originTopic", h.real_topic(topic, group));
     cmd.put_ext("maxReconsumeTimes", 0);
-    success(&inner.call(client, cmd).await?)?;
-    ack_handle(inner, client, group, topic, handle).await
+    success(&inner.call(caller, cmd).await?)?;
+    ack_handle(inner, caller, group, topic, handle).await
 }
 
 pub(crate) async fn forward_to_dlq(
     inner: &Inner,
-    client: &Arc<GrpcClient>,
+    caller: &Caller,
     req: pb::ForwardMessageToDeadLetterQueueRequest,
 ) -> Result<pb::ForwardMessageToDeadLetterQueueResponse, Failure> {
     let topic = inner.check_topic(&req.topic.unwrap_or_default())?;
     let group = inner.check_group(&req.group.unwrap_or_default())?;
     to_dlq(
         inner,
-        client,
+        caller,
         &group,
         &topic,
         &req.message_id,

@@ -16,6 +16,7 @@
 mod ack;
 mod clients;
 mod convert;
+mod listener;
 mod meta;
 mod receipt;
 mod receive;
@@ -82,12 +83,26 @@ pub(crate) fn start(
     })
     .max_decoding_message_size(max_request)
     .max_encoding_message_size(usize::MAX);
-    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let store = &ctx.settings.store;
+    let caps = rmq_remoting::limits::ConnectionCaps::new(
+        store.max_connections as usize,
+        store.max_connections_per_address as usize,
+    );
+    let tls = ctx
+        .tls_server
+        .as_ref()
+        .map(|t| Arc::new(t.with_alpn(&[b"h2"])));
+    let incoming = listener::incoming(listener, caps, tls, cancel.clone(), tracker);
+    // HTTP/2 flow control bounds what one connection may have in flight.
+    let window = u32::try_from(max_queued.min(i32::MAX as usize)).unwrap_or(u32::MAX);
+    let max_header = u32::try_from(store.max_header_bytes).unwrap_or(u32::MAX);
     let shutdown = cancel.clone();
     let served = Arc::clone(&inner);
     tracker.spawn(async move {
         let result = tonic::transport::Server::builder()
             .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+            .initial_connection_window_size(window)
+            .http2_max_header_list_size(max_header)
             .http2_keepalive_interval(Some(KEEPALIVE))
             .add_service(service)
             .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())

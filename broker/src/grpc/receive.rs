@@ -6,7 +6,6 @@
 //! message whose tag does not match is acked, and one that has used up its
 //! attempts goes to the group's DLQ, instead of being handed out.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use rmq_common::message::record::RecordView;
@@ -14,10 +13,9 @@ use rmq_common::remoting::{PopMessageResponseHeader, RemotingCommand, RequestCod
 use rmq_grpc::pb;
 
 use super::ack;
-use super::clients::GrpcClient;
 use super::convert::{duration_ms, message_of_record, timestamp};
-use super::meta::CallMeta;
 use super::receipt::ReceiptHandle;
+use super::service::Caller;
 use super::service::Inner;
 use super::settings::{MAX_LONG_POLLING_MS, MIN_LONG_POLLING_MS};
 use super::status::{self, Failure};
@@ -94,11 +92,10 @@ fn tag_matches(expression: &str, tag: Option<&str>) -> bool {
 /// The whole answer to one ReceiveMessage.
 pub(crate) async fn receive(
     inner: &Inner,
-    client: &Arc<GrpcClient>,
-    meta: &CallMeta,
+    caller: &Caller,
     req: pb::ReceiveMessageRequest,
 ) -> Vec<pb::ReceiveMessageResponse> {
-    let mut out = match pop(inner, client, meta, &req).await {
+    let mut out = match pop(inner, caller, &req).await {
         Ok(answer) => answer,
         Err(f) => vec![pb::ReceiveMessageResponse {
             content: Some(pb::receive_message_response::Content::Status(f.status())),
@@ -114,20 +111,19 @@ pub(crate) async fn receive(
 
 async fn pop(
     inner: &Inner,
-    client: &Arc<GrpcClient>,
-    meta: &CallMeta,
+    caller: &Caller,
     req: &pb::ReceiveMessageRequest,
 ) -> Result<Vec<pb::ReceiveMessageResponse>, Failure> {
-    let settings = client.settings().unwrap_or_default();
+    let settings = caller.client.settings().unwrap_or_default();
     let request_timeout = settings
         .request_timeout
         .as_ref()
         .map_or(DEFAULT_REQUEST_TIMEOUT_MS, duration_ms);
     let polling = polling_ms(
         req.long_polling_timeout.as_ref().map(duration_ms),
-        meta.deadline,
+        caller.meta.deadline,
         request_timeout,
-        &client.version,
+        &caller.client.version,
     )?;
     let mq = req.message_queue.clone().unwrap_or_default();
     let topic = inner.check_topic(&mq.topic.unwrap_or_default())?;
@@ -168,7 +164,7 @@ async fn pop(
     if let Some(attempt) = &req.attempt_id {
         cmd.put_ext("attemptId", attempt);
     }
-    let resp = inner.call(client, cmd).await?;
+    let resp = inner.call(caller, cmd).await?;
     let code = ResponseCode::from_i32(resp.code);
     let not_found = |m: &str| {
         vec![pb::ReceiveMessageResponse {
@@ -236,11 +232,11 @@ async fn pop(
             .map(|c| c.into_owned())
             .unwrap_or_default();
         if exp_type == "TAG" && !tag_matches(&exp, tag.as_deref()) {
-            let _ = ack::ack_handle(inner, client, &group, &topic, &handle).await;
+            let _ = ack::ack_handle(inner, caller, &group, &topic, &handle).await;
             continue;
         }
         if view.reconsume_times() >= max_attempts {
-            let _ = ack::to_dlq(inner, client, &group, &topic, &message_id, &handle).await;
+            let _ = ack::to_dlq(inner, caller, &group, &topic, &message_id, &handle).await;
             continue;
         }
         messages.push(pb::ReceiveMessageResponse {

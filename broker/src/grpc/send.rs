@@ -6,7 +6,6 @@
 //! round-robin otherwise. RecallMessage goes the same way.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use rmq_common::attributes::TopicMessageType;
 use rmq_common::message::{decode_offset_msg_id, java_string_hash};
@@ -14,9 +13,8 @@ use rmq_common::remoting::body::TopicConfig;
 use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_grpc::pb;
 
-use super::clients::GrpcClient;
 use super::convert::{send_properties, send_sys_flag, timestamp_ms};
-use super::meta::CallMeta;
+use super::service::Caller;
 use super::service::Inner;
 use super::status::{self, Failure};
 use super::transaction::{Half, HALF_TTL_MS};
@@ -48,8 +46,7 @@ pub(crate) fn topic_type(topic: &TopicConfig) -> TopicMessageType {
 
 pub(crate) async fn send(
     inner: &Inner,
-    client: &Arc<GrpcClient>,
-    meta: &CallMeta,
+    caller: &Caller,
     req: pb::SendMessageRequest,
 ) -> Result<pb::SendMessageResponse, Failure> {
     let Some(first) = req.messages.first() else {
@@ -84,8 +81,7 @@ pub(crate) async fn send(
         }
         let entry = match send_one(
             inner,
-            client,
-            meta,
+            caller,
             m,
             &topic,
             &config,
@@ -121,8 +117,7 @@ pub(crate) async fn send(
 #[allow(clippy::too_many_arguments)]
 async fn send_one(
     inner: &Inner,
-    client: &Arc<GrpcClient>,
-    meta: &CallMeta,
+    caller: &Caller,
     m: &pb::Message,
     topic: &str,
     config: &TopicConfig,
@@ -130,7 +125,7 @@ async fn send_one(
     batch: usize,
     now: i64,
 ) -> Result<pb::SendResultEntry, Failure> {
-    let props = send_properties(m, topic, meta.peer, now, &inner.limits)?;
+    let props = send_properties(m, topic, caller.meta.peer, now, &inner.limits)?;
     use rmq_common::constants::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
     if !topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) && !topic.starts_with(DLQ_GROUP_TOPIC_PREFIX) {
         let expected = topic_type(config);
@@ -178,7 +173,7 @@ async fn send_one(
     cmd.put_ext("unitMode", false);
     cmd.put_ext("batch", false);
     let cmd = cmd.with_body(m.body.clone());
-    let resp = inner.call(client, cmd).await?;
+    let resp = inner.call(caller, cmd).await?;
     let code = match ResponseCode::from_i32(resp.code) {
         Some(ResponseCode::Success) => pb::Code::Ok,
         Some(ResponseCode::FlushDiskTimeout) => pb::Code::MasterPersistenceTimeout,
@@ -231,7 +226,7 @@ fn send_status_name(code: pb::Code) -> &'static str {
 
 pub(crate) async fn recall(
     inner: &Inner,
-    client: &Arc<GrpcClient>,
+    caller: &Caller,
     req: pb::RecallMessageRequest,
 ) -> Result<pb::RecallMessageResponse, Failure> {
     let topic = inner.check_topic(&req.topic.clone().unwrap_or_default())?;
@@ -239,7 +234,7 @@ pub(crate) async fn recall(
     cmd.put_ext("topic", &topic);
     cmd.put_ext("producerGroup", &topic);
     cmd.put_ext("recallHandle", &req.recall_handle);
-    let resp = inner.call(client, cmd).await?;
+    let resp = inner.call(caller, cmd).await?;
     if resp.code != i32::from(ResponseCode::Success) {
         return Err(Failure::remoting(resp.code, resp.remark.as_deref()));
     }

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use futures::Stream;
 use rmq_common::remoting::RemotingCommand;
 use rmq_grpc::pb;
-use rmq_remoting::RequestHandler;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -26,7 +25,7 @@ use super::status::{self, Failure, WithStatus};
 use super::transaction::{self, TransactionTable};
 use super::{ack, receive, route, send, telemetry};
 use crate::context::BrokerContext;
-use crate::processor::BrokerHandler;
+use crate::processor::{AclStep, BrokerHandler};
 
 /// Telemetry commands queued for one client before the broker's sends to
 /// it fail.
@@ -88,16 +87,34 @@ impl Inner {
         Ok(name)
     }
 
-    /// Runs `cmd` through the broker's request handler on `client`'s
-    /// connection.
+    /// Runs `cmd` through the broker's request handler on the caller's
+    /// connection, after the ACL check of the call's signature (the
+    /// plain ACL file's accounts and permissions, as for remoting).
     pub async fn call(
         &self,
-        client: &Arc<GrpcClient>,
+        caller: &Caller,
         cmd: RemotingCommand,
     ) -> Result<RemotingCommand, Failure> {
-        client.conn.touch();
+        caller.client.conn.touch();
+        if let Some(acl) = &self.ctx.acl {
+            let auth = caller.meta.auth.as_ref();
+            let signed = |secret: &str| {
+                auth.is_some_and(|a| {
+                    rmq_common::acl::verify_raw(secret, a.content.as_bytes(), &a.signature)
+                })
+            };
+            acl.check_signed(
+                cmd.code,
+                caller.meta.peer.ip(),
+                auth.map(|a| a.access_key.as_str()),
+                &signed,
+                &cmd.ext_fields,
+                cmd.body.as_deref(),
+            )
+            .map_err(|denied| Failure::new(pb::Code::Unauthorized, denied.0))?;
+        }
         Arc::clone(&self.handler)
-            .handle(Arc::clone(&client.conn), cmd)
+            .run(Arc::clone(&caller.client.conn), cmd, AclStep::Done)
             .await
             .ok_or_else(|| Failure::internal("the broker gave no answer"))
     }
@@ -117,6 +134,13 @@ impl Inner {
     }
 }
 
+/// One call's caller: its client and what its metadata said.
+#[derive(Debug, Clone)]
+pub(crate) struct Caller {
+    pub client: Arc<GrpcClient>,
+    pub meta: CallMeta,
+}
+
 /// The broker's `MessagingService`.
 #[derive(Debug, Clone)]
 pub(crate) struct GrpcService {
@@ -126,10 +150,10 @@ pub(crate) struct GrpcService {
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
 impl GrpcService {
-    fn begin<T>(&self, req: &Request<T>) -> Result<(CallMeta, Arc<GrpcClient>), Failure> {
+    fn begin<T>(&self, req: &Request<T>) -> Result<Caller, Failure> {
         let meta = CallMeta::read(req.metadata(), req.remote_addr())?;
         let client = self.inner.client(&meta);
-        Ok((meta, client))
+        Ok(Caller { client, meta })
     }
 }
 
@@ -152,7 +176,7 @@ impl rmq_grpc::MessagingService for GrpcService {
         &self,
         request: Request<pb::QueryRouteRequest>,
     ) -> Result<Response<pb::QueryRouteResponse>, Status> {
-        let _ = begin_or_answer!(self, request);
+        let _caller = begin_or_answer!(self, request);
         answer(route::query_route(&self.inner, request.into_inner()).await)
     }
 
@@ -160,14 +184,14 @@ impl rmq_grpc::MessagingService for GrpcService {
         &self,
         request: Request<pb::HeartbeatRequest>,
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
-        let (_, client) = begin_or_answer!(self, request);
-        let Some(settings) = client.settings() else {
+        let caller = begin_or_answer!(self, request);
+        let Some(settings) = caller.client.settings() else {
             return answer(Err(Failure::new(
                 pb::Code::UnrecognizedClientType,
                 "cannot find client settings for this client",
             )));
         };
-        let r = telemetry::register(&self.inner, &client, &settings).await;
+        let r = telemetry::register(&self.inner, &caller, &settings).await;
         answer(r.map(|()| pb::HeartbeatResponse {
             status: Some(status::ok()),
         }))
@@ -177,15 +201,15 @@ impl rmq_grpc::MessagingService for GrpcService {
         &self,
         request: Request<pb::SendMessageRequest>,
     ) -> Result<Response<pb::SendMessageResponse>, Status> {
-        let (meta, client) = begin_or_answer!(self, request);
-        answer(send::send(&self.inner, &client, &meta, request.into_inner()).await)
+        let caller = begin_or_answer!(self, request);
+        answer(send::send(&self.inner, &caller, request.into_inner()).await)
     }
 
     async fn query_assignment(
         &self,
         request: Request<pb::QueryAssignmentRequest>,
     ) -> Result<Response<pb::QueryAssignmentResponse>, Status> {
-        let _ = begin_or_answer!(self, request);
+        let _caller = begin_or_answer!(self, request);
         answer(route::query_assignment(&self.inner, request.into_inner()).await)
     }
 
@@ -196,9 +220,7 @@ impl rmq_grpc::MessagingService for GrpcService {
         request: Request<pb::ReceiveMessageRequest>,
     ) -> Result<Response<Self::ReceiveMessageStream>, Status> {
         let items = match self.begin(&request) {
-            Ok((meta, client)) => {
-                receive::receive(&self.inner, &client, &meta, request.into_inner()).await
-            }
+            Ok(caller) => receive::receive(&self.inner, &caller, request.into_inner()).await,
             Err(f) => vec![pb::ReceiveMessageResponse {
                 content: Some(pb::receive_message_response::Content::Status(f.status())),
             }],
@@ -211,16 +233,16 @@ impl rmq_grpc::MessagingService for GrpcService {
         &self,
         request: Request<pb::AckMessageRequest>,
     ) -> Result<Response<pb::AckMessageResponse>, Status> {
-        let (_, client) = begin_or_answer!(self, request);
-        answer(ack::ack(&self.inner, &client, request.into_inner()).await)
+        let caller = begin_or_answer!(self, request);
+        answer(ack::ack(&self.inner, &caller, request.into_inner()).await)
     }
 
     async fn forward_message_to_dead_letter_queue(
         &self,
         request: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
     ) -> Result<Response<pb::ForwardMessageToDeadLetterQueueResponse>, Status> {
-        let (_, client) = begin_or_answer!(self, request);
-        answer(ack::forward_to_dlq(&self.inner, &client, request.into_inner()).await)
+        let caller = begin_or_answer!(self, request);
+        answer(ack::forward_to_dlq(&self.inner, &caller, request.into_inner()).await)
     }
 
     type PullMessageStream = BoxStream<pb::PullMessageResponse>;
@@ -259,8 +281,8 @@ impl rmq_grpc::MessagingService for GrpcService {
         &self,
         request: Request<pb::EndTransactionRequest>,
     ) -> Result<Response<pb::EndTransactionResponse>, Status> {
-        let (_, client) = begin_or_answer!(self, request);
-        answer(end_transaction(&self.inner, &client, request.into_inner()).await)
+        let caller = begin_or_answer!(self, request);
+        answer(end_transaction(&self.inner, &caller, request.into_inner()).await)
     }
 
     type TelemetryStream = BoxStream<pb::TelemetryCommand>;
@@ -269,13 +291,13 @@ impl rmq_grpc::MessagingService for GrpcService {
         &self,
         request: Request<Streaming<pb::TelemetryCommand>>,
     ) -> Result<Response<Self::TelemetryStream>, Status> {
-        let (_, client) = self
+        let caller = self
             .begin(&request)
             .map_err(|f| Status::invalid_argument(f.message))?;
         let (tx, rx) = mpsc::channel(TELEMETRY_QUEUE);
         self.inner.tracker.spawn(telemetry::serve(
             Arc::clone(&self.inner),
-            client,
+            caller,
             request.into_inner(),
             tx,
         ));
@@ -289,15 +311,15 @@ impl rmq_grpc::MessagingService for GrpcService {
         &self,
         request: Request<pb::NotifyClientTerminationRequest>,
     ) -> Result<Response<pb::NotifyClientTerminationResponse>, Status> {
-        let (meta, client) = begin_or_answer!(self, request);
-        if client.settings().is_none() {
-            self.inner.clients.remove(&meta.client_id);
+        let caller = begin_or_answer!(self, request);
+        if caller.client.settings().is_none() {
+            self.inner.clients.remove(&caller.meta.client_id);
             return answer(Err(Failure::new(
                 pb::Code::UnrecognizedClientType,
                 "cannot find client settings for this client",
             )));
         }
-        self.inner.clients.remove(&meta.client_id);
+        self.inner.clients.remove(&caller.meta.client_id);
         answer(Ok(pb::NotifyClientTerminationResponse {
             status: Some(status::ok()),
         }))
@@ -307,22 +329,22 @@ impl rmq_grpc::MessagingService for GrpcService {
         &self,
         request: Request<pb::ChangeInvisibleDurationRequest>,
     ) -> Result<Response<pb::ChangeInvisibleDurationResponse>, Status> {
-        let (_, client) = begin_or_answer!(self, request);
-        answer(ack::change_invisible(&self.inner, &client, request.into_inner()).await)
+        let caller = begin_or_answer!(self, request);
+        answer(ack::change_invisible(&self.inner, &caller, request.into_inner()).await)
     }
 
     async fn recall_message(
         &self,
         request: Request<pb::RecallMessageRequest>,
     ) -> Result<Response<pb::RecallMessageResponse>, Status> {
-        let (_, client) = begin_or_answer!(self, request);
-        answer(send::recall(&self.inner, &client, request.into_inner()).await)
+        let caller = begin_or_answer!(self, request);
+        answer(send::recall(&self.inner, &caller, request.into_inner()).await)
     }
 }
 
 async fn end_transaction(
     inner: &Inner,
-    client: &Arc<GrpcClient>,
+    caller: &Caller,
     req: pb::EndTransactionRequest,
 ) -> Result<pb::EndTransactionResponse, Failure> {
     let topic = inner.check_topic(&req.topic.clone().unwrap_or_default())?;
@@ -345,7 +367,7 @@ async fn end_transaction(
             status: Some(status::ok()),
         });
     };
-    let resp = inner.call(client, cmd).await?;
+    let resp = inner.call(caller, cmd).await?;
     if resp.code != i32::from(rmq_common::remoting::ResponseCode::Success) {
         return Err(Failure::remoting(resp.code, resp.remark.as_deref()));
     }

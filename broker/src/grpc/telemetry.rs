@@ -25,7 +25,7 @@ use tonic::Streaming;
 
 use super::clients::{GrpcClient, Relayed, TelemetrySink};
 use super::convert::message_of_record;
-use super::service::Inner;
+use super::service::{Caller, Inner};
 use super::settings;
 use super::status::{self, Failure};
 use super::transaction::{Half, HALF_TTL_MS};
@@ -111,7 +111,7 @@ fn subscription(e: &pb::SubscriptionEntry, now: i64) -> SubscriptionData {
 /// Registers `client` with its settings (a heartbeat on its connection).
 pub(crate) async fn register(
     inner: &Inner,
-    client: &Arc<GrpcClient>,
+    caller: &Caller,
     s: &pb::Settings,
 ) -> Result<(), Failure> {
     match &s.pub_sub {
@@ -125,13 +125,13 @@ pub(crate) async fn register(
         }
         None => {}
     }
-    let Some(cmd) = heartbeat(client, s) else {
+    let Some(cmd) = heartbeat(&caller.client, s) else {
         return Err(Failure::new(
             pb::Code::UnrecognizedClientType,
             "there is no publishing or subscription data in settings",
         ));
     };
-    let resp = inner.call(client, cmd).await?;
+    let resp = inner.call(caller, cmd).await?;
     if resp.code != i32::from(ResponseCode::Success) {
         return Err(Failure::remoting(resp.code, resp.remark.as_deref()));
     }
@@ -153,10 +153,11 @@ fn merged(inner: &Inner, s: pb::Settings) -> pb::Settings {
 /// stops.
 pub(crate) async fn serve(
     inner: Arc<Inner>,
-    client: Arc<GrpcClient>,
+    caller: Caller,
     mut inbound: Streaming<pb::TelemetryCommand>,
     sink: TelemetrySink,
 ) {
+    let client = Arc::clone(&caller.client);
     loop {
         let next = tokio::select! {
             biased;
@@ -179,7 +180,7 @@ pub(crate) async fn serve(
                         .await;
                     break;
                 }
-                let answer = match register(&inner, &client, &s).await {
+                let answer = match register(&inner, &caller, &s).await {
                     Ok(()) => {
                         let m = merged(&inner, s);
                         client.set_settings(m.clone());

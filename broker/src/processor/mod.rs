@@ -149,19 +149,39 @@ impl BrokerHandler {
     }
 }
 
-impl RequestHandler for BrokerHandler {
-    fn handle(
+/// Whether a request still needs the ACL check of its remoting signature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AclStep {
+    /// A remoting request: checked here, by its extFields' signature.
+    Check,
+    /// Checked by the caller already (a gRPC call, signed in its
+    /// metadata).
+    Done,
+}
+
+impl BrokerHandler {
+    /// Handles one request; `acl` says whether its ACL check is still to
+    /// be done.
+    pub(crate) fn run(
         self: Arc<Self>,
         conn: Arc<Connection>,
         req: RemotingCommand,
+        acl: AclStep,
     ) -> BoxFuture<'static, Option<RemotingCommand>> {
         async move {
             let started = Instant::now();
             let oneway = req.is_oneway();
             let rpc = &self.ctx.rocketmq.rpc;
             let busy = rpc.busy(RequestCode::from_i32(req.code));
-            let (resp, held) =
-                rpc::scope(dispatch(&self.ctx, &self.parts, &self.gone, &conn, &req)).await;
+            let (resp, held) = rpc::scope(dispatch(
+                &self.ctx,
+                &self.parts,
+                &self.gone,
+                &conn,
+                &req,
+                acl,
+            ))
+            .await;
             drop(busy);
             if let Some(r) = &resp {
                 self.log_refusal(&conn, &req, r);
@@ -185,6 +205,16 @@ impl RequestHandler for BrokerHandler {
             }
         }
         .boxed()
+    }
+}
+
+impl RequestHandler for BrokerHandler {
+    fn handle(
+        self: Arc<Self>,
+        conn: Arc<Connection>,
+        req: RemotingCommand,
+    ) -> BoxFuture<'static, Option<RemotingCommand>> {
+        self.run(conn, req, AclStep::Check)
     }
 
     fn response(&self, conn: &Arc<Connection>, resp: RemotingCommand) {
@@ -214,8 +244,9 @@ async fn dispatch(
     gone: &ConnectionGone,
     conn: &Arc<Connection>,
     req: &RemotingCommand,
+    step: AclStep,
 ) -> Option<RemotingCommand> {
-    if let Some(acl) = &ctx.acl {
+    if let Some(acl) = ctx.acl.as_ref().filter(|_| step == AclStep::Check) {
         if let Err(denied) = acl.check(
             req.code,
             conn.peer.ip(),

@@ -29,11 +29,40 @@ impl AclTable {
         ext: &BTreeMap<String, String>,
         body: Option<&[u8]>,
     ) -> Result<(), Denied> {
+        let signature = ext.get(sig::SIGNATURE).map_or("", String::as_str);
+        // The Java client signs a unique-key query's flag, Java's broker
+        // leaves it out: either form is taken.
+        let signed = |secret: &str| {
+            sig::verify(secret, &sig::content(ext, &[], body), signature)
+                || (ext.contains_key(sig::UNIQUE_KEY_QUERY)
+                    && sig::verify(
+                        secret,
+                        &sig::content(ext, &[sig::UNIQUE_KEY_QUERY], body),
+                        signature,
+                    ))
+        };
+        let ak = ext.get(sig::ACCESS_KEY).map(String::as_str);
+        self.check_signed(code, peer, ak, &signed, ext, body)
+    }
+
+    /// [`check`](Self::check) for a request whose signature is carried
+    /// elsewhere (a gRPC call's `authorization` metadata): `ak` is the
+    /// access key it names, and `signed` tells whether it signs the
+    /// request under an account's secret key.
+    pub fn check_signed(
+        &self,
+        code: i32,
+        peer: IpAddr,
+        ak: Option<&str>,
+        signed: &dyn Fn(&str) -> bool,
+        ext: &BTreeMap<String, String>,
+        body: Option<&[u8]>,
+    ) -> Result<(), Denied> {
         if self.global_white.iter().any(|p| p.matches(peer)) {
             return Ok(());
         }
         let deny = |why: String| Err(Denied(format!("ACL: request code {code}: {why}")));
-        let Some(ak) = ext.get(sig::ACCESS_KEY) else {
+        let Some(ak) = ak else {
             return deny(format!(
                 "no {} (an unsigned request from {peer})",
                 sig::ACCESS_KEY
@@ -45,20 +74,7 @@ impl AclTable {
         if account.white.matches(peer) {
             return Ok(());
         }
-        let signature = ext.get(sig::SIGNATURE).map_or("", String::as_str);
-        // The Java client signs a unique-key query's flag, Java's broker
-        // leaves it out: either form is taken.
-        let signed = sig::verify(
-            &account.secret_key,
-            &sig::content(ext, &[], body),
-            signature,
-        ) || (ext.contains_key(sig::UNIQUE_KEY_QUERY)
-            && sig::verify(
-                &account.secret_key,
-                &sig::content(ext, &[sig::UNIQUE_KEY_QUERY], body),
-                signature,
-            ));
-        if !signed {
+        if !signed(&account.secret_key) {
             return deny(format!("check signature failed for accessKey={ak}"));
         }
         if super::resources::is_admin(code) && !account.admin {

@@ -123,6 +123,18 @@ pub fn verify(secret: &str, content: &[u8], signature: &str) -> bool {
     mac(secret, content).verify_slice(&raw).is_ok()
 }
 
+/// The raw HMAC-SHA1 of `content` under `secret` (a gRPC client sends
+/// it hex-encoded).
+pub fn sign_raw(secret: &str, content: &[u8]) -> Vec<u8> {
+    mac(secret, content).finalize().into_bytes().to_vec()
+}
+
+/// Whether `raw` (the HMAC bytes, as a gRPC client's hex signature
+/// decodes) signs `content` under `secret`; constant time.
+pub fn verify_raw(secret: &str, content: &[u8], raw: &[u8]) -> bool {
+    mac(secret, content).verify_slice(raw).is_ok()
+}
+
 /// Signs a request's extFields and body as the Java client does: adds
 /// `AccessKey`, then `Signature` over everything.
 pub fn sign_request(

@@ -90,6 +90,21 @@ impl Acl {
     ) -> Result<(), Denied> {
         self.table().check(code, peer, ext, body)
     }
+
+    /// Checks a request signed outside its extFields (see
+    /// [`AclTable::check_signed`]).
+    pub fn check_signed(
+        &self,
+        code: i32,
+        peer: IpAddr,
+        access_key: Option<&str>,
+        signed: &dyn Fn(&str) -> bool,
+        ext: &BTreeMap<String, String>,
+        body: Option<&[u8]>,
+    ) -> Result<(), Denied> {
+        self.table()
+            .check_signed(code, peer, access_key, signed, ext, body)
+    }
 }
 
 fn modified(file: &Path) -> Option<SystemTime> {

@@ -16,6 +16,7 @@ mod cq_model;
 mod disk_full;
 mod groups_5x;
 mod grpc_direct;
+mod grpc_guard;
 mod ha_crash;
 mod ha_failover;
 mod ha_interop;

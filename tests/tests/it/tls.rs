@@ -22,12 +22,12 @@ use rmq_common::remoting::RequestCode;
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A CA and what it signed, as PEM files in a folder.
-struct Pki {
+pub(crate) struct Pki {
     dir: PathBuf,
 }
 
 impl Pki {
-    fn file(&self, name: &str) -> PathBuf {
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
         self.dir.join(name)
     }
 }
@@ -65,7 +65,7 @@ fn issue(
 
 /// ca.pem, server.pem/.key (127.0.0.1), client.pem/.key, and other-ca.pem
 /// (a CA that signed nothing here).
-fn pki(dir: &Path) -> Pki {
+pub(crate) fn pki(dir: &Path) -> Pki {
     let root = ca("rmq test CA");
     std::fs::write(dir.join("ca.pem"), root.0.pem()).unwrap();
     issue(&root, ExtendedKeyUsagePurpose::ServerAuth, dir, "server");
@@ -76,7 +76,7 @@ fn pki(dir: &Path) -> Pki {
     }
 }
 
-fn settings(root: &Path, pki: &Pki, mode: &str) -> rmq_broker::config::Settings {
+pub(crate) fn settings(root: &Path, pki: &Pki, mode: &str) -> rmq_broker::config::Settings {
     let mut s = rmq_tests::broker_settings(root, CqBackend::File);
     s.broker.tls_mode = mode.into();
     s.broker.tls_server_cert_path = pki.file("server.pem").to_string_lossy().into_owned();
