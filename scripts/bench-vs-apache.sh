@@ -197,6 +197,9 @@ CACHE=${RMQ_APACHE_CACHE:-$HOME/.cache/rmq-apache}
 NAMESRV_PORT=${RMQ_BENCH_NAMESRV_PORT:-29876}
 BROKER_PORT=${RMQ_BENCH_BROKER_PORT:-30911}
 METRICS_PORT=${RMQ_BENCH_METRICS_PORT:-30957}
+# Our broker's own gRPC port (grpcServerPort): off the default 8081, and
+# apart from the proxy's.
+OURS_GRPC_PORT=${RMQ_BENCH_OURS_GRPC_PORT:-30982}
 CLK_TCK=$(getconf CLK_TCK)
 JAVA_OPENS=(--add-opens java.base/java.nio=ALL-UNNAMED
     --add-opens java.base/sun.nio.ch=ALL-UNNAMED
@@ -470,6 +473,7 @@ start_ours() { # <target> <flush>
         --set brokerId=0 --set brokerIP1=127.0.0.1 \
         --set listenPort="$BROKER_PORT" --set namesrvListenPort="$NAMESRV_PORT" \
         --set metricsPort="$METRICS_PORT" --set storePathRootDir="$RUN/store" \
+        --set grpcServerPort="$OURS_GRPC_PORT" \
         --set flushDiskType="$2" --set consumeQueueStore="$cq" \
         >"$RUN/broker.out" 2>&1 &
     BROKER_PID=$!

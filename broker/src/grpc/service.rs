@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::Stream;
 use rmq_common::remoting::RemotingCommand;
@@ -25,7 +26,7 @@ use super::status::{self, Failure, WithStatus};
 use super::transaction::{self, TransactionTable};
 use super::{ack, receive, route, send, telemetry};
 use crate::context::BrokerContext;
-use crate::processor::{AclStep, BrokerHandler};
+use crate::processor::{BrokerHandler, Origin};
 
 /// Telemetry commands queued for one client before the broker's sends to
 /// it fail.
@@ -114,7 +115,7 @@ impl Inner {
             .map_err(|denied| Failure::new(pb::Code::Unauthorized, denied.0))?;
         }
         Arc::clone(&self.handler)
-            .run(Arc::clone(&caller.client.conn), cmd, AclStep::Done)
+            .run(Arc::clone(&caller.client.conn), cmd, Origin::Grpc)
             .await
             .ok_or_else(|| Failure::internal("the broker gave no answer"))
     }
@@ -157,15 +158,31 @@ impl GrpcService {
     }
 }
 
-fn answer<R: WithStatus>(r: Result<R, Failure>) -> Result<Response<R>, Status> {
-    Ok(Response::new(r.unwrap_or_else(|f| R::failed(&f))))
+impl GrpcService {
+    /// The answer to a unary call of `rpc` that arrived at `started`, its
+    /// latency recorded.
+    fn answer<R: WithStatus>(
+        &self,
+        rpc: &'static str,
+        started: Instant,
+        r: Result<R, Failure>,
+    ) -> Result<Response<R>, Status> {
+        let r = r.unwrap_or_else(|f| R::failed(&f));
+        self.inner
+            .ctx
+            .rocketmq
+            .rpc
+            .record_grpc(rpc, status::code_name(r.status_code()), started);
+        Ok(Response::new(r))
+    }
 }
 
+/// The caller of a unary call, or its answer if the metadata is refused.
 macro_rules! begin_or_answer {
-    ($self:ident, $req:ident) => {
+    ($self:ident, $req:ident, $rpc:literal, $started:ident) => {
         match $self.begin(&$req) {
             Ok(x) => x,
-            Err(f) => return answer(Err(f)),
+            Err(f) => return $self.answer($rpc, $started, Err(f)),
         }
     };
 }
@@ -176,41 +193,65 @@ impl rmq_grpc::MessagingService for GrpcService {
         &self,
         request: Request<pb::QueryRouteRequest>,
     ) -> Result<Response<pb::QueryRouteResponse>, Status> {
-        let _caller = begin_or_answer!(self, request);
-        answer(route::query_route(&self.inner, request.into_inner()).await)
+        let started = Instant::now();
+        let _caller = begin_or_answer!(self, request, "query_route", started);
+        self.answer(
+            "query_route",
+            started,
+            route::query_route(&self.inner, request.into_inner()).await,
+        )
     }
 
     async fn heartbeat(
         &self,
         request: Request<pb::HeartbeatRequest>,
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
-        let caller = begin_or_answer!(self, request);
+        let started = Instant::now();
+        let caller = begin_or_answer!(self, request, "heartbeat", started);
         let Some(settings) = caller.client.settings() else {
-            return answer(Err(Failure::new(
-                pb::Code::UnrecognizedClientType,
-                "cannot find client settings for this client",
-            )));
+            return self.answer(
+                "heartbeat",
+                started,
+                Err(Failure::new(
+                    pb::Code::UnrecognizedClientType,
+                    "cannot find client settings for this client",
+                )),
+            );
         };
         let r = telemetry::register(&self.inner, &caller, &settings).await;
-        answer(r.map(|()| pb::HeartbeatResponse {
-            status: Some(status::ok()),
-        }))
+        self.answer(
+            "heartbeat",
+            started,
+            r.map(|()| pb::HeartbeatResponse {
+                status: Some(status::ok()),
+            }),
+        )
     }
 
     async fn send_message(
         &self,
         request: Request<pb::SendMessageRequest>,
     ) -> Result<Response<pb::SendMessageResponse>, Status> {
-        let caller = begin_or_answer!(self, request);
-        answer(send::send(&self.inner, &caller, request.into_inner()).await)
+        let started = Instant::now();
+        let caller = begin_or_answer!(self, request, "send_message", started);
+        self.answer(
+            "send_message",
+            started,
+            send::send(&self.inner, &caller, request.into_inner()).await,
+        )
     }
 
     async fn query_assignment(
         &self,
         request: Request<pb::QueryAssignmentRequest>,
     ) -> Result<Response<pb::QueryAssignmentResponse>, Status> {
-        let _caller = begin_or_answer!(self, request);
-        answer(route::query_assignment(&self.inner, request.into_inner()).await)
+        let started = Instant::now();
+        let _caller = begin_or_answer!(self, request, "query_assignment", started);
+        self.answer(
+            "query_assignment",
+            started,
+            route::query_assignment(&self.inner, request.into_inner()).await,
+        )
     }
 
     type ReceiveMessageStream = BoxStream<pb::ReceiveMessageResponse>;
@@ -219,12 +260,22 @@ impl rmq_grpc::MessagingService for GrpcService {
         &self,
         request: Request<pb::ReceiveMessageRequest>,
     ) -> Result<Response<Self::ReceiveMessageStream>, Status> {
+        let started = Instant::now();
         let items = match self.begin(&request) {
             Ok(caller) => receive::receive(&self.inner, &caller, request.into_inner()).await,
             Err(f) => vec![pb::ReceiveMessageResponse {
                 content: Some(pb::receive_message_response::Content::Status(f.status())),
             }],
         };
+        let code = items.first().and_then(|r| match &r.content {
+            Some(pb::receive_message_response::Content::Status(s)) => Some(s.code),
+            _ => None,
+        });
+        self.inner.ctx.rocketmq.rpc.record_grpc(
+            "receive_message",
+            status::code_name(code),
+            started,
+        );
         let stream = futures::stream::iter(items.into_iter().map(Ok));
         Ok(Response::new(Box::pin(stream)))
     }
@@ -233,16 +284,31 @@ impl rmq_grpc::MessagingService for GrpcService {
         &self,
         request: Request<pb::AckMessageRequest>,
     ) -> Result<Response<pb::AckMessageResponse>, Status> {
-        let caller = begin_or_answer!(self, request);
-        answer(ack::ack(&self.inner, &caller, request.into_inner()).await)
+        let started = Instant::now();
+        let caller = begin_or_answer!(self, request, "ack_message", started);
+        self.answer(
+            "ack_message",
+            started,
+            ack::ack(&self.inner, &caller, request.into_inner()).await,
+        )
     }
 
     async fn forward_message_to_dead_letter_queue(
         &self,
         request: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
     ) -> Result<Response<pb::ForwardMessageToDeadLetterQueueResponse>, Status> {
-        let caller = begin_or_answer!(self, request);
-        answer(ack::forward_to_dlq(&self.inner, &caller, request.into_inner()).await)
+        let started = Instant::now();
+        let caller = begin_or_answer!(
+            self,
+            request,
+            "forward_message_to_dead_letter_queue",
+            started
+        );
+        self.answer(
+            "forward_message_to_dead_letter_queue",
+            started,
+            ack::forward_to_dlq(&self.inner, &caller, request.into_inner()).await,
+        )
     }
 
     type PullMessageStream = BoxStream<pb::PullMessageResponse>;
@@ -281,8 +347,13 @@ impl rmq_grpc::MessagingService for GrpcService {
         &self,
         request: Request<pb::EndTransactionRequest>,
     ) -> Result<Response<pb::EndTransactionResponse>, Status> {
-        let caller = begin_or_answer!(self, request);
-        answer(end_transaction(&self.inner, &caller, request.into_inner()).await)
+        let started = Instant::now();
+        let caller = begin_or_answer!(self, request, "end_transaction", started);
+        self.answer(
+            "end_transaction",
+            started,
+            end_transaction(&self.inner, &caller, request.into_inner()).await,
+        )
     }
 
     type TelemetryStream = BoxStream<pb::TelemetryCommand>;
@@ -311,34 +382,53 @@ impl rmq_grpc::MessagingService for GrpcService {
         &self,
         request: Request<pb::NotifyClientTerminationRequest>,
     ) -> Result<Response<pb::NotifyClientTerminationResponse>, Status> {
-        let caller = begin_or_answer!(self, request);
+        let started = Instant::now();
+        let caller = begin_or_answer!(self, request, "notify_client_termination", started);
         if caller.client.settings().is_none() {
             self.inner.clients.remove(&caller.meta.client_id);
-            return answer(Err(Failure::new(
-                pb::Code::UnrecognizedClientType,
-                "cannot find client settings for this client",
-            )));
+            return self.answer(
+                "notify_client_termination",
+                started,
+                Err(Failure::new(
+                    pb::Code::UnrecognizedClientType,
+                    "cannot find client settings for this client",
+                )),
+            );
         }
         self.inner.clients.remove(&caller.meta.client_id);
-        answer(Ok(pb::NotifyClientTerminationResponse {
-            status: Some(status::ok()),
-        }))
+        self.answer(
+            "notify_client_termination",
+            started,
+            Ok(pb::NotifyClientTerminationResponse {
+                status: Some(status::ok()),
+            }),
+        )
     }
 
     async fn change_invisible_duration(
         &self,
         request: Request<pb::ChangeInvisibleDurationRequest>,
     ) -> Result<Response<pb::ChangeInvisibleDurationResponse>, Status> {
-        let caller = begin_or_answer!(self, request);
-        answer(ack::change_invisible(&self.inner, &caller, request.into_inner()).await)
+        let started = Instant::now();
+        let caller = begin_or_answer!(self, request, "change_invisible_duration", started);
+        self.answer(
+            "change_invisible_duration",
+            started,
+            ack::change_invisible(&self.inner, &caller, request.into_inner()).await,
+        )
     }
 
     async fn recall_message(
         &self,
         request: Request<pb::RecallMessageRequest>,
     ) -> Result<Response<pb::RecallMessageResponse>, Status> {
-        let caller = begin_or_answer!(self, request);
-        answer(send::recall(&self.inner, &caller, request.into_inner()).await)
+        let started = Instant::now();
+        let caller = begin_or_answer!(self, request, "recall_message", started);
+        self.answer(
+            "recall_message",
+            started,
+            send::recall(&self.inner, &caller, request.into_inner()).await,
+        )
     }
 }
 

@@ -66,6 +66,14 @@ pub(crate) fn of_entries(codes: &[pb::Code], empty: &str) -> pb::Status {
     }
 }
 
+/// The name of a status code, for the metrics (`UNSPECIFIED` for a
+/// missing or unknown one).
+pub(crate) fn code_name(code: Option<i32>) -> &'static str {
+    code.and_then(|c| pb::Code::try_from(c).ok())
+        .unwrap_or(pb::Code::Unspecified)
+        .as_str_name()
+}
+
 fn code_of_remoting(code: i32) -> pb::Code {
     match ResponseCode::from_i32(code) {
         Some(ResponseCode::Success) => pb::Code::Ok,
@@ -83,6 +91,8 @@ fn code_of_remoting(code: i32) -> pb::Code {
 pub(crate) trait WithStatus: Default {
     fn set_status(&mut self, status: pb::Status);
 
+    fn status_code(&self) -> Option<i32>;
+
     fn failed(f: &Failure) -> Self {
         let mut r = Self::default();
         r.set_status(f.status());
@@ -95,6 +105,10 @@ macro_rules! with_status {
         $(impl WithStatus for pb::$t {
             fn set_status(&mut self, status: pb::Status) {
                 self.status = Some(status);
+            }
+
+            fn status_code(&self) -> Option<i32> {
+                self.status.as_ref().map(|s| s.code)
             }
         })*
     };

@@ -187,6 +187,9 @@ pub struct RpcMeters {
     /// `broker` plus RocketMQ's common labels.
     labels: Vec<Label>,
     latency: RwLock<HashMap<RpcKey, Histogram>>,
+    /// The gRPC calls' series, by (rpc, status code), both named by
+    /// `&'static` names (a bounded set).
+    grpc: RwLock<HashMap<(&'static str, &'static str), Histogram>>,
     busy: [AtomicI64; Processor::ALL.len()],
 }
 
@@ -202,6 +205,7 @@ impl RpcMeters {
         Self {
             labels,
             latency: RwLock::default(),
+            grpc: RwLock::default(),
             busy: Default::default(),
         }
     }
@@ -251,6 +255,31 @@ impl RpcMeters {
         }
         map.entry(key)
             .or_insert_with(|| metrics::histogram!(r::RPC_LATENCY_MS, self.key_labels(&key)))
+            .record(ms);
+    }
+
+    /// Records one answered gRPC call of `rpc` (its name in snake case,
+    /// `send_message`) that ended with `code` (an `apache.rocketmq.v2.Code`
+    /// name) and arrived at `started`: `protocol_type="grpc"`, the names
+    /// in lower case as for remoting.
+    pub fn record_grpc(&self, rpc: &'static str, code: &'static str, started: Instant) {
+        let ms = started.elapsed().as_millis() as f64;
+        if let Some(h) = self.grpc.read().get(&(rpc, code)) {
+            h.record(ms);
+            return;
+        }
+        let mut l = self.labels.clone();
+        l.extend([
+            Label::new("protocol_type", "grpc"),
+            Label::new("request_code", rpc),
+            Label::new("response_code", code.to_ascii_lowercase()),
+            Label::new("is_long_polling", (rpc == "receive_message").to_string()),
+            Label::new("result", RpcResult::Success.as_str()),
+        ]);
+        self.grpc
+            .write()
+            .entry((rpc, code))
+            .or_insert_with(|| metrics::histogram!(r::RPC_LATENCY_MS, l))
             .record(ms);
     }
 

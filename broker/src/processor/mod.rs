@@ -149,24 +149,25 @@ impl BrokerHandler {
     }
 }
 
-/// Whether a request still needs the ACL check of its remoting signature.
+/// Where a request came from, which decides its ACL check and its
+/// `rocketmq_rpc_latency` series.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AclStep {
-    /// A remoting request: checked here, by its extFields' signature.
-    Check,
-    /// Checked by the caller already (a gRPC call, signed in its
-    /// metadata).
-    Done,
+pub(crate) enum Origin {
+    /// A remoting request: its extFields' signature is checked here, and
+    /// its latency recorded under `protocol_type="remoting"`.
+    Remoting,
+    /// A gRPC call's step: checked by the gRPC layer (the call is signed
+    /// in its metadata), which records the call's own latency.
+    Grpc,
 }
 
 impl BrokerHandler {
-    /// Handles one request; `acl` says whether its ACL check is still to
-    /// be done.
+    /// Handles one request from `origin`.
     pub(crate) fn run(
         self: Arc<Self>,
         conn: Arc<Connection>,
         req: RemotingCommand,
-        acl: AclStep,
+        origin: Origin,
     ) -> BoxFuture<'static, Option<RemotingCommand>> {
         async move {
             let started = Instant::now();
@@ -179,18 +180,20 @@ impl BrokerHandler {
                 &self.gone,
                 &conn,
                 &req,
-                acl,
+                origin,
             ))
             .await;
             drop(busy);
             if let Some(r) = &resp {
                 self.log_refusal(&conn, &req, r);
-                let result = if oneway {
-                    RpcResult::Oneway
-                } else {
-                    RpcResult::Success
-                };
-                rpc.record(req.code, r.code, held, result, started);
+                if origin == Origin::Remoting {
+                    let result = if oneway {
+                        RpcResult::Oneway
+                    } else {
+                        RpcResult::Success
+                    };
+                    rpc.record(req.code, r.code, held, result, started);
+                }
             }
             let resp = resp.map(|mut r| {
                 r.opaque = req.opaque;
@@ -214,7 +217,7 @@ impl RequestHandler for BrokerHandler {
         conn: Arc<Connection>,
         req: RemotingCommand,
     ) -> BoxFuture<'static, Option<RemotingCommand>> {
-        self.run(conn, req, AclStep::Check)
+        self.run(conn, req, Origin::Remoting)
     }
 
     fn response(&self, conn: &Arc<Connection>, resp: RemotingCommand) {
@@ -244,9 +247,9 @@ async fn dispatch(
     gone: &ConnectionGone,
     conn: &Arc<Connection>,
     req: &RemotingCommand,
-    step: AclStep,
+    origin: Origin,
 ) -> Option<RemotingCommand> {
-    if let Some(acl) = ctx.acl.as_ref().filter(|_| step == AclStep::Check) {
+    if let Some(acl) = ctx.acl.as_ref().filter(|_| origin == Origin::Remoting) {
         if let Err(denied) = acl.check(
             req.code,
             conn.peer.ip(),

@@ -10,6 +10,9 @@
 //! - `maxConnectionsPerAddress` holds on the gRPC port.
 //! - `tlsMode=enforcing`: a plain client is refused, a TLS client (ALPN h2)
 //!   is served.
+//! - Each call is one `rocketmq_rpc_latency_milliseconds` observation under
+//!   `protocol_type="grpc"`, named by its RPC and status code; its steps
+//!   through the broker's handler are not counted again as remoting.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -295,6 +298,43 @@ async fn grpc_tls_enforcing_serves_only_tls_clients() {
     assert_eq!(
         code(route.status.as_ref().unwrap()),
         pb::Code::TopicNotFound
+    );
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_calls_are_timed_under_protocol_type_grpc() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings =
+        rmq_tests::metered_settings(&dir.path().join("store"), CqBackend::File, "grpc_rpc");
+    let broker = Broker::start(settings).await.unwrap();
+    crate::proxy_grpc::create_topic(&broker, "Metered", 2, "NORMAL").await;
+    let mut c = connect(broker.grpc_addr().unwrap()).await;
+    for i in 0..3 {
+        let s = send(&mut c, "Metered", &format!("M{i}"), None).await;
+        assert_eq!(code(&s), pb::Code::Ok, "{s:?}");
+    }
+    let text = crate::metrics::scrape(broker.metrics_addr().unwrap()).await;
+    let series: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            l.starts_with("rocketmq_rpc_latency_milliseconds_count")
+                && l.contains("broker=\"grpc_rpc-file\"")
+        })
+        .collect();
+    let grpc_send = series.iter().find(|l| {
+        l.contains("protocol_type=\"grpc\"")
+            && l.contains("request_code=\"send_message\"")
+            && l.contains("response_code=\"ok\"")
+    });
+    let line = grpc_send.unwrap_or_else(|| panic!("no gRPC send series in {series:#?}"));
+    assert!(line.ends_with(" 3"), "{line}");
+    assert!(
+        !series
+            .iter()
+            .any(|l| l.contains("protocol_type=\"remoting\"")
+                && l.contains("request_code=\"send_message\"")),
+        "a gRPC send was also counted as a remoting send: {series:#?}"
     );
     broker.shutdown().await;
 }
