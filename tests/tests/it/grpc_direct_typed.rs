@@ -56,7 +56,7 @@ fn spawn_scenario(home: &Path, args: &[&str]) -> JoinHandle<JavaRun> {
 }
 
 /// The run of `task`, its panic passed on.
-async fn join(task: JoinHandle<JavaRun>) -> JavaRun {
+async fn join(task: &mut JoinHandle<JavaRun>) -> JavaRun {
     match task.await {
         Ok(run) => run,
         Err(e) => std::panic::resume_unwind(e.into_panic()),
@@ -64,11 +64,11 @@ async fn join(task: JoinHandle<JavaRun>) -> JavaRun {
 }
 
 /// Waits (bounded) until `path` exists; a run that ended before is reported.
-async fn await_file(path: &Path, task: JoinHandle<JavaRun>) -> JoinHandle<JavaRun> {
+async fn await_file(path: &Path, mut task: JoinHandle<JavaRun>) -> JoinHandle<JavaRun> {
     let deadline = Instant::now() + RUN_TIMEOUT;
     while !path.exists() {
         if task.is_finished() {
-            let run = join(task).await;
+            let run = join(&mut task).await;
             panic!(
                 "{}",
                 run.report(&format!("ended before {}", path.display()))
@@ -120,11 +120,11 @@ async fn typed(backend: CqBackend) {
             go.to_str().unwrap(),
         ],
     );
-    let task = await_file(&ready, task).await;
+    let mut task = await_file(&ready, task).await;
     // The client holds the FIFO route now; the topic becomes NORMAL.
     create_topic(&d.broker, flipped, 2, "NORMAL").await;
     std::fs::write(&go, "go").unwrap();
-    let run = join(task).await;
+    let run = join(&mut task).await;
     let local = tagged(&run, "LOCAL");
     assert!(
         local.len() == 1 && local[0].contains("not match with topic accept message types"),
@@ -232,8 +232,13 @@ async fn create_group_with_retries(broker: &Broker, group: &str, max: i32) {
     assert_eq!(resp.code, 0, "create group {group}: {:?}", resp.remark);
 }
 
-/// Pulls queue 0 of `topic` until a message is there (bounded).
-async fn first_message(broker: &Broker, topic: &str) -> MessageToStore {
+/// Pulls queue 0 of `topic` until a message is there (bounded) while
+/// `task` runs; a run that ended before is reported.
+async fn first_message(
+    broker: &Broker,
+    topic: &str,
+    task: &mut JoinHandle<JavaRun>,
+) -> MessageToStore {
     let client = sdk::connect(broker.addr()).await.unwrap();
     let deadline = Instant::now() + DLQ_TIMEOUT;
     loop {
@@ -252,6 +257,13 @@ async fn first_message(broker: &Broker, topic: &str) -> MessageToStore {
                 assert_eq!(r.messages.len(), 1, "more than one message in {topic}");
                 return r.messages.remove(0);
             }
+        }
+        if task.is_finished() {
+            let run = join(task).await;
+            panic!(
+                "{}",
+                run.report(&format!("ended before a message was in {topic}"))
+            );
         }
         assert!(
             Instant::now() < deadline,
@@ -285,7 +297,7 @@ async fn max_attempts_to_dlq(backend: CqBackend) {
     assert_eq!(sent.len(), 1, "{}", run.report("send"));
     let attempts = (1 + RETRY_MAX_TIMES).to_string();
     let stop = file(&d.home, "dlq.stop");
-    let task = spawn_scenario(
+    let mut task = spawn_scenario(
         &d.home,
         &[
             "--scenario",
@@ -302,9 +314,9 @@ async fn max_attempts_to_dlq(backend: CqBackend) {
             stop.to_str().unwrap(),
         ],
     );
-    let dlq = first_message(&d.broker, &format!("%DLQ%{group}")).await;
+    let dlq = first_message(&d.broker, &format!("%DLQ%{group}"), &mut task).await;
     std::fs::write(&stop, "stop").unwrap();
-    let run = join(task).await;
+    let run = join(&mut task).await;
     let got = received_in_order(&run);
     assert_eq!(
         got,

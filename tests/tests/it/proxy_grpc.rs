@@ -6,6 +6,9 @@
 //! answer), and messages sent by gRPC, sync and async, with tags and keys,
 //! reach a 4.9.8 push consumer on the broker: exactly those, no more.
 //!
+//! The body takes the endpoint: `grpc_direct_5x` runs it with the client
+//! straight at the broker.
+//!
 //! Needs the proxy's jars ([`rmq_tests::grpc_proxy`]) and the gRPC suite
 //! (`tests/java/grpc`), both fetched and built by `scripts/setup.sh`.
 

@@ -14,6 +14,9 @@
 //!   the ones rolled back, at once or by the checker, never are; the checker
 //!   is asked about each half left unknown, and sees it under its real
 //!   topic.
+//!
+//! The scenario bodies take the endpoint: `grpc_direct_5x` runs them with
+//! the client straight at the broker.
 
 use std::collections::BTreeSet;
 use std::path::Path;
