@@ -12,7 +12,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use rmq_common::constants::property as prop;
 use rmq_common::message::record::RecordView;
 use rmq_common::message::tags_code;
 use rmq_common::remoting::body::{ConsumerData, HeartbeatData, ProducerData, SubscriptionData};
@@ -28,7 +27,6 @@ use super::convert::message_of_record;
 use super::service::{Caller, Inner};
 use super::settings;
 use super::status::{self, Failure};
-use super::transaction::{Half, HALF_TTL_MS};
 
 static NONCE: AtomicU64 = AtomicU64::new(1);
 
@@ -291,34 +289,11 @@ fn relay(inner: &Inner, client: &Arc<GrpcClient>, cmd: RemotingCommand) {
                 tracing::warn!(client = %client.id, "transaction check-back without a header or a message; not relayed");
                 return;
             };
-            let topic = h
-                .topic
-                .clone()
-                .or_else(|| view.property(prop::REAL_TOPIC).map(|t| t.into_owned()))
-                .unwrap_or_else(|| view.topic().to_owned());
-            let group = view
-                .property(prop::PRODUCER_GROUP)
-                .map_or_else(|| topic.clone(), |g| g.into_owned());
-            let transaction_id = h
-                .transaction_id
-                .clone()
-                .or_else(|| h.msg_id.clone())
-                .unwrap_or_default();
-            inner.transactions.remember(
-                &group,
-                &transaction_id,
-                Half {
-                    commit_log_offset: h.commit_log_offset,
-                    tran_state_table_offset: h.tran_state_table_offset,
-                    expires_ms: now + HALF_TTL_MS,
-                },
-            );
-            pb::telemetry_command::Command::RecoverOrphanedTransactionCommand(
-                pb::RecoverOrphanedTransactionCommand {
-                    message: Some(message_of_record(&view, &topic, None, now)),
-                    transaction_id,
-                },
-            )
+            let (group, half, command) = super::transaction::recover(&h, &view, now);
+            inner
+                .transactions
+                .remember(&group, &command.transaction_id, half);
+            pb::telemetry_command::Command::RecoverOrphanedTransactionCommand(command)
         }
         Some(RequestCode::GetConsumerRunningInfo) => {
             let jstack = cmd.ext().get_str("jstackEnable") == Some("true");

@@ -8,9 +8,12 @@
 use std::collections::HashMap;
 
 use parking_lot::Mutex;
-use rmq_common::remoting::{RemotingCommand, RequestCode};
+use rmq_common::constants::property;
+use rmq_common::message::record::RecordView;
+use rmq_common::remoting::{CheckTransactionStateRequestHeader, RemotingCommand, RequestCode};
 use rmq_grpc::pb;
 
+use super::convert::message_of_record;
 use super::status::Failure;
 
 /// How long a half is remembered without an end or a check-back.
@@ -89,6 +92,40 @@ pub(crate) fn end_command(
     Some(cmd)
 }
 
+/// A check-back (`h`, the check body `view`) as a gRPC producer is told
+/// it: the message under the topic of the check body, which is the half's
+/// real topic (the header's `topic` is the half topic
+/// `RMQ_SYS_TRANS_HALF_TOPIC`; a client shown that one ends the transaction
+/// under it, where nothing is filed, and the check repeats forever), as
+/// Apache's proxy does (`AbstractProxyRelayService` files it under the
+/// message's topic). Also the half to remember and its producer group (the
+/// topic for a gRPC producer, which has none).
+pub(crate) fn recover(
+    h: &CheckTransactionStateRequestHeader,
+    view: &RecordView<'_>,
+    now: i64,
+) -> (String, Half, pb::RecoverOrphanedTransactionCommand) {
+    let topic = view.topic();
+    let group = view
+        .property(property::PRODUCER_GROUP)
+        .map_or_else(|| topic.to_owned(), |g| g.into_owned());
+    let transaction_id = h
+        .transaction_id
+        .clone()
+        .or_else(|| h.msg_id.clone())
+        .unwrap_or_default();
+    let half = Half {
+        commit_log_offset: h.commit_log_offset,
+        tran_state_table_offset: h.tran_state_table_offset,
+        expires_ms: now + HALF_TTL_MS,
+    };
+    let command = pb::RecoverOrphanedTransactionCommand {
+        message: Some(message_of_record(view, topic, None, now)),
+        transaction_id,
+    };
+    (group, half, command)
+}
+
 /// INVALID_TRANSACTION_ID for a blank id.
 pub(crate) fn check_id(id: &str) -> Result<(), Failure> {
     if id.trim().is_empty() {
@@ -121,6 +158,51 @@ mod tests {
         assert_eq!(t.take("T", "tx1"), None);
         assert_eq!(t.sweep(20), 1);
         assert_eq!(t.len(), 0);
+    }
+
+    #[test]
+    fn a_check_back_shows_the_real_topic_not_the_half_topic() {
+        use rmq_common::constants::TRANS_HALF_TOPIC;
+        use rmq_common::message::record::{encode_record, RecordHeader};
+        use rmq_common::message::MessageToStore;
+
+        // A check body: the half under its real topic (see check_body).
+        let mut m = MessageToStore::new("GrpcTxTopic", 1, "the body");
+        m.properties
+            .insert(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "U1");
+        m.properties.insert(property::PRODUCER_GROUP, "GrpcTxTopic");
+        m.properties.insert(property::REAL_TOPIC, "GrpcTxTopic");
+        let header = RecordHeader {
+            queue_offset: 7,
+            physical_offset: 4096,
+            store_timestamp: 1,
+        };
+        let body = encode_record(&m, header).unwrap();
+        let view = RecordView::parse(&body, false).unwrap();
+        let h = CheckTransactionStateRequestHeader {
+            tran_state_table_offset: 7,
+            commit_log_offset: 4096,
+            msg_id: Some("U1".into()),
+            transaction_id: Some("U1".into()),
+            offset_msg_id: None,
+            topic: Some(TRANS_HALF_TOPIC.into()),
+            broker_name: None,
+        };
+        let (group, half, command) = recover(&h, &view, 10);
+        let shown = command.message.unwrap().topic.unwrap().name;
+        assert_eq!(
+            (group.as_str(), shown.as_str()),
+            ("GrpcTxTopic", "GrpcTxTopic")
+        );
+        assert_eq!(command.transaction_id, "U1");
+        assert_eq!(
+            (half.commit_log_offset, half.tran_state_table_offset),
+            (4096, 7)
+        );
+        // Filed where the client's END_TRANSACTION (by the shown topic) looks.
+        let t = TransactionTable::default();
+        t.remember(&group, &command.transaction_id, half.clone());
+        assert_eq!(t.take(&shown, "U1"), Some(half));
     }
 
     #[test]

@@ -6,6 +6,9 @@
 //! answer), and messages sent by gRPC, sync and async, with tags and keys,
 //! reach a 4.9.8 push consumer on the broker: exactly those, no more.
 //!
+//! The body takes the endpoint: `grpc_direct_5x` runs it with the client
+//! straight at the broker.
+//!
 //! Needs the proxy's jars ([`rmq_tests::grpc_proxy`]) and the gRPC suite
 //! (`tests/java/grpc`), both fetched and built by `scripts/setup.sh`.
 
@@ -102,36 +105,22 @@ pub(crate) fn paired_pop_settings(dir: &Path, backend: CqBackend) -> Settings {
     settings
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn grpc_sends_through_apache_proxy_reach_a_4x_consumer() {
-    java::require_java_and_jars(Client::Grpc);
-    let dir = tempfile::tempdir().unwrap();
-    let settings = rmq_tests::broker_settings(&dir.path().join("store"), CqBackend::File);
-    let (broker, proxy) = broker_and_proxy(dir.path(), settings, serde_json::Map::new()).await;
+/// gRPC sends to `endpoint`, sync and async, with tags and keys, reach a
+/// 4.9.8 push consumer on `broker`: exactly those, no more. Makes the topic
+/// first (before any gRPC client asks for its route).
+pub(crate) async fn sends_reach_a_4x_consumer(broker: &Broker, home: &Path, endpoint: &str) {
     let namesrv = broker.namesrv_addr().expect("embedded NameServer");
-    // What the proxy made at start, through the broker's admin code.
-    assert!(
-        broker.context().topics.get(HEARTBEAT_TOPIC).is_some(),
-        "the proxy started without its heartbeat-sync topic on the broker\n{}",
-        proxy.report()
-    );
-
-    // Made before any gRPC client asks for its route: the proxy caches
-    // a missing route for a while.
     let topic = "GrpcSendTopic";
-    create_topic(&broker, topic, 4, "NORMAL").await;
-    let home = dir.path().join("java");
-    std::fs::create_dir_all(&home).unwrap();
-    let endpoint = proxy.grpc_endpoint();
+    create_topic(broker, topic, 4, "NORMAL").await;
     let mut sent = BTreeSet::new();
     for (mode, tag) in [("sync", "TagA"), ("async", "TagB")] {
         let run = scenario(
-            &home,
+            home,
             &[
                 "--scenario",
                 "send",
                 "--endpoint",
-                &endpoint,
+                endpoint,
                 "--topic",
                 topic,
                 "--count",
@@ -149,7 +138,7 @@ async fn grpc_sends_through_apache_proxy_reach_a_4x_consumer() {
     }
 
     let run = scenario(
-        &home,
+        home,
         &[
             "--scenario",
             "consume4",
@@ -177,6 +166,26 @@ async fn grpc_sends_through_apache_proxy_reach_a_4x_consumer() {
         .map(|q| store.max_offset_in_queue(topic, q).unwrap())
         .sum();
     assert_eq!(stored, 10, "messages in {topic} on the broker");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_sends_through_apache_proxy_reach_a_4x_consumer() {
+    java::require_java_and_jars(Client::Grpc);
+    let dir = tempfile::tempdir().unwrap();
+    let settings = rmq_tests::broker_settings(&dir.path().join("store"), CqBackend::File);
+    let (broker, proxy) = broker_and_proxy(dir.path(), settings, serde_json::Map::new()).await;
+    // What the proxy made at start, through the broker's admin code.
+    assert!(
+        broker.context().topics.get(HEARTBEAT_TOPIC).is_some(),
+        "the proxy started without its heartbeat-sync topic on the broker\n{}",
+        proxy.report()
+    );
+
+    // The topic is made before any gRPC client asks for its route: the
+    // proxy caches a missing route for a while.
+    let home = dir.path().join("java");
+    std::fs::create_dir_all(&home).unwrap();
+    sends_reach_a_4x_consumer(&broker, &home, &proxy.grpc_endpoint()).await;
     drop(proxy);
     broker.shutdown().await;
 }

@@ -14,6 +14,9 @@
 //!   the ones rolled back, at once or by the checker, never are; the checker
 //!   is asked about each half left unknown, and sees it under its real
 //!   topic.
+//!
+//! The scenario bodies take the endpoint: `grpc_direct_5x` runs them with
+//! the client straight at the broker.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -92,17 +95,25 @@ fn delayed_received(run: &JavaRun) -> Vec<DelayedRecv> {
 async fn delay_by_timestamp(backend: CqBackend) {
     let dir = tempfile::tempdir().unwrap();
     let (broker, proxy) = start(dir.path(), backend, |_| {}, serde_json::Map::new()).await;
+    delivery_timestamp(&broker, &dir.path().join("java"), &proxy.grpc_endpoint()).await;
+    drop(proxy);
+    broker.shutdown().await;
+}
+
+/// Messages sent to `endpoint` with a delivery timestamp each reach a
+/// SimpleConsumer once, on time (the topic and group are made on `broker`).
+pub(crate) async fn delivery_timestamp(broker: &Broker, home: &Path, endpoint: &str) {
     let (topic, group) = ("GrpcDelayTopic", "GrpcDelayGroup");
-    create_topic(&broker, topic, 2, "DELAY").await;
-    create_group(&broker, group, false).await;
+    create_topic(broker, topic, 2, "DELAY").await;
+    create_group(broker, group, false).await;
     let delays: Vec<String> = DELAYS_MS.iter().map(i64::to_string).collect();
     let run = scenario(
-        &dir.path().join("java"),
+        home,
         &[
             "--scenario",
             "delay",
             "--endpoint",
-            &proxy.grpc_endpoint(),
+            endpoint,
             "--topic",
             topic,
             "--group",
@@ -145,8 +156,6 @@ async fn delay_by_timestamp(backend: CqBackend) {
             run.report("delay")
         );
     }
-    drop(proxy);
-    broker.shutdown().await;
 }
 
 /// The SENT lines of `kind` (their tag).
@@ -156,27 +165,39 @@ fn of_kind(sent: &BTreeSet<Line>, kind: &str) -> BTreeSet<Line> {
 
 async fn transaction_check_back(backend: CqBackend) {
     let dir = tempfile::tempdir().unwrap();
-    let tune = |s: &mut Settings| {
-        s.broker.transaction_time_out_ms = TX_TIMEOUT_MS;
-        s.broker.transaction_check_interval_ms = TX_CHECK_INTERVAL_MS;
-    };
     // The proxy tells the broker its transactional producer groups by a
     // heartbeat every 20 s by default; until the first one the broker has
     // no producer to check with.
     let mut extra = serde_json::Map::new();
     extra.insert("transactionHeartbeatPeriodSecond".into(), 1.into());
-    let (broker, proxy) = start(dir.path(), backend, tune, extra).await;
+    let (broker, proxy) = start(dir.path(), backend, quick_transaction_checks, extra).await;
+    transaction_check_back_at(&broker, &dir.path().join("java"), &proxy.grpc_endpoint()).await;
+    drop(proxy);
+    broker.shutdown().await;
+}
+
+/// A half left unknown is checked back within a few seconds.
+pub(crate) fn quick_transaction_checks(s: &mut Settings) {
+    s.broker.transaction_time_out_ms = TX_TIMEOUT_MS;
+    s.broker.transaction_check_interval_ms = TX_CHECK_INTERVAL_MS;
+}
+
+/// A TransactionProducer at `endpoint` commits and rolls back, at once and
+/// when checked back (`broker` needs [`quick_transaction_checks`]): exactly
+/// the committed messages are delivered, and the checker is asked about
+/// exactly the halves left unknown.
+pub(crate) async fn transaction_check_back_at(broker: &Broker, home: &Path, endpoint: &str) {
     let (topic, group) = ("GrpcTxTopic", "GrpcTxGroup");
-    create_topic(&broker, topic, 2, "TRANSACTION").await;
-    create_group(&broker, group, false).await;
+    create_topic(broker, topic, 2, "TRANSACTION").await;
+    create_group(broker, group, false).await;
     let each = TX_EACH.to_string();
     let run = scenario(
-        &dir.path().join("java"),
+        home,
         &[
             "--scenario",
             "transaction",
             "--endpoint",
-            &proxy.grpc_endpoint(),
+            endpoint,
             "--topic",
             topic,
             "--group",
@@ -238,8 +259,6 @@ async fn transaction_check_back(backend: CqBackend) {
             run.report("transaction")
         );
     }
-    drop(proxy);
-    broker.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -41,6 +41,7 @@ public final class ClientSuite {
         SCENARIOS.put("dlq", TimedScenarios::dlq);
         SCENARIOS.put("transaction", TransactionScenario::run);
         SCENARIOS.put("request", RequestReplyScenario::run);
+        SCENARIOS.put("consume", ConsumeScenario::run);
         Compat.addScenarios(SCENARIOS);
     }
 

@@ -14,8 +14,9 @@ import org.apache.rocketmq.client.apis.message.MessageView;
 /**
  * What the consuming scenarios share: the client configuration for {@code
  * --endpoint}, a SimpleConsumer of {@code --group} on {@code --topic} with the
- * tag filter {@code --filter} (default {@code *}), and the RECV line of a
- * received message.
+ * filter {@code --filter} (default {@code *}), a tag expression or, with
+ * {@code --filter-type sql92}, an SQL92 one; and the RECV line of a received
+ * message.
  */
 final class GrpcConsumers {
     private GrpcConsumers() {}
@@ -32,7 +33,13 @@ final class GrpcConsumers {
     }
 
     static FilterExpression filter(Map<String, String> args) {
-        return new FilterExpression(args.getOrDefault("filter", "*"), FilterExpressionType.TAG);
+        String type = args.getOrDefault("filter-type", "tag");
+        FilterExpressionType t = switch (type) {
+            case "tag" -> FilterExpressionType.TAG;
+            case "sql92" -> FilterExpressionType.SQL92;
+            default -> throw new IllegalArgumentException("--filter-type is tag or sql92, not " + type);
+        };
+        return new FilterExpression(args.getOrDefault("filter", "*"), t);
     }
 
     static SimpleConsumer simple(Map<String, String> args) throws Exception {

@@ -20,7 +20,8 @@ import org.apache.rocketmq.client.apis.producer.SendReceipt;
  * all at once and then waits for every receipt. Message i has tag {@code
  * --tag}, keys {@code <mode>-key-i} and body {@code <mode>-body-i}; with
  * {@code --message-groups K} (FIFO topics) it is in message group {@code
- * group-(i mod K)}.
+ * group-(i mod K)}; with {@code --props true} it has the user properties
+ * {@code index=i} and {@code color=red} (even i) or {@code blue} (odd i).
  */
 final class GrpcSend {
     private GrpcSend() {}
@@ -35,6 +36,7 @@ final class GrpcSend {
         String tag = args.getOrDefault("tag", "TagA");
         String mode = args.getOrDefault("mode", "sync");
         int groups = Integer.parseInt(args.getOrDefault("message-groups", "0"));
+        boolean props = Boolean.parseBoolean(args.getOrDefault("props", "false"));
         if (!mode.equals("sync") && !mode.equals("async")) {
             throw new GrpcSuite.CheckFailed("--mode is sync or async, not " + mode);
         }
@@ -57,6 +59,10 @@ final class GrpcSend {
                     .setBody((mode + "-body-" + i).getBytes(StandardCharsets.UTF_8));
                 if (groups > 0) {
                     builder.setMessageGroup("group-" + (i % groups));
+                }
+                if (props) {
+                    builder.addProperty("index", Integer.toString(i))
+                        .addProperty("color", i % 2 == 0 ? "red" : "blue");
                 }
                 messages.add(builder.build());
             }

@@ -13,7 +13,11 @@ import java.util.Map;
  * java ... rmqgrpc.GrpcSuite --scenario consume4 --namesrv 127.0.0.1:9876 \
  *     --topic T --group G --count 10 [--timeout-ms 60000]
  * java ... rmqgrpc.GrpcSuite --scenario simple|redeliver|fifo|push --endpoint 127.0.0.1:8081 \
- *     --topic T --group G [--filter TagA] [--count 10]
+ *     --topic T --group G [--filter TagA] [--filter-type tag|sql92] [--count 10]
+ * java ... rmqgrpc.GrpcSuite --scenario typed --endpoint 127.0.0.1:8081 --normal-topic N \
+ *     --topic F --ready-file PATH --go-file PATH
+ * java ... rmqgrpc.GrpcSuite --scenario dlq --endpoint 127.0.0.1:8081 --topic T --group G \
+ *     --attempts 2 --stop-file PATH
  * java ... rmqgrpc.GrpcSuite --scenario delay --endpoint 127.0.0.1:8081 --topic T --group G \
  *     --delays-ms 3000,6000
  * java ... rmqgrpc.GrpcSuite --scenario transaction --endpoint 127.0.0.1:8081 --topic T \
@@ -45,6 +49,8 @@ public final class GrpcSuite {
         SCENARIOS.put("push", GrpcPush::run);
         SCENARIOS.put("delay", GrpcDelay::run);
         SCENARIOS.put("transaction", GrpcTransaction::run);
+        SCENARIOS.put("typed", GrpcTyped::run);
+        SCENARIOS.put("dlq", GrpcDlq::run);
     }
 
     public static void main(String[] argv) {
@@ -102,7 +108,7 @@ public final class GrpcSuite {
     }
 
     static void usage(String why) {
-        System.err.println("usage: --scenario send|consume4|simple|redeliver|fifo|push|delay|transaction ...; " + why);
+        System.err.println("usage: --scenario send|consume4|simple|redeliver|fifo|push|delay|transaction|typed|dlq ...; " + why);
         System.exit(64);
     }
 
@@ -110,6 +116,27 @@ public final class GrpcSuite {
     static void line(String kind, String id, String tag, String keys, String body) {
         System.out.println(kind + "\t" + id + "\t" + tag + "\t" + keys + "\t" + body);
         System.out.flush();
+    }
+
+    /** One line {@code kind <tab> text}. */
+    static void tagged(String kind, String text) {
+        System.out.println(kind + "\t" + text);
+        System.out.flush();
+    }
+
+    /** Longest wait for the caller's side of a {@link #handshake}. */
+    static final long HANDSHAKE_TIMEOUT_MS = 30_000;
+
+    /** Creates {@code ready}, then waits (bounded) until the caller creates {@code go}. */
+    static void handshake(java.nio.file.Path ready, java.nio.file.Path go) throws Exception {
+        java.nio.file.Files.writeString(ready, "ready");
+        long deadline = System.currentTimeMillis() + HANDSHAKE_TIMEOUT_MS;
+        while (!java.nio.file.Files.exists(go)) {
+            if (System.currentTimeMillis() >= deadline) {
+                throw new CheckFailed(go + " did not appear within " + HANDSHAKE_TIMEOUT_MS + " ms");
+            }
+            Thread.sleep(50);
+        }
     }
 
     /** A check that did not hold. */
