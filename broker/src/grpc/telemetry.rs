@@ -275,6 +275,18 @@ pub(crate) async fn pump(inner: Arc<Inner>, client: Arc<GrpcClient>, mut outbox:
     }
 }
 
+/// The topic a check-back's message is shown under, and its half filed
+/// under: the real one, from the check body (REAL_TOPIC, else the body's
+/// topic), as Apache's proxy takes it. Never the header's `topic`: the
+/// broker puts the half topic there (as Apache's does), and a client shown
+/// that one answers under it, so its END_TRANSACTION finds nothing and the
+/// half is checked again and again.
+fn checked_topic(view: &RecordView) -> String {
+    view.property(prop::REAL_TOPIC)
+        .filter(|t| !t.is_empty())
+        .map_or_else(|| view.topic().to_owned(), |t| t.into_owned())
+}
+
 fn relay(inner: &Inner, client: &Arc<GrpcClient>, cmd: RemotingCommand) {
     let now = rmq_common::time::now_ms();
     let record = cmd
@@ -290,11 +302,7 @@ fn relay(inner: &Inner, client: &Arc<GrpcClient>, cmd: RemotingCommand) {
                 tracing::warn!(client = %client.id, "transaction check-back without a header or a message; not relayed");
                 return;
             };
-            let topic = h
-                .topic
-                .clone()
-                .or_else(|| view.property(prop::REAL_TOPIC).map(|t| t.into_owned()))
-                .unwrap_or_else(|| view.topic().to_owned());
+            let topic = checked_topic(&view);
             let group = view
                 .property(prop::PRODUCER_GROUP)
                 .map_or_else(|| topic.clone(), |g| g.into_owned());
@@ -361,6 +369,38 @@ fn relay(inner: &Inner, client: &Arc<GrpcClient>, cmd: RemotingCommand) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmq_common::constants::TRANS_HALF_TOPIC;
+    use rmq_common::message::record::{encode_record, RecordHeader};
+    use rmq_common::message::MessageToStore;
+
+    fn record(topic: &str, real_topic: Option<&str>) -> Vec<u8> {
+        let mut m = MessageToStore::new(topic, 0, "b");
+        if let Some(real) = real_topic {
+            m.properties.insert(prop::REAL_TOPIC, real);
+        }
+        let header = RecordHeader {
+            queue_offset: 1,
+            physical_offset: 2,
+            store_timestamp: 3,
+        };
+        encode_record(&m, header).unwrap()
+    }
+
+    #[test]
+    fn a_check_back_shows_the_real_topic() {
+        // The broker's check body: the real topic, REAL_TOPIC kept.
+        let body = record("OrderTopic", Some("OrderTopic"));
+        let view = RecordView::parse(&body, false).unwrap();
+        assert_eq!(checked_topic(&view), "OrderTopic");
+        // A body still under the half topic: REAL_TOPIC names the real one.
+        let half = record(TRANS_HALF_TOPIC, Some("OrderTopic"));
+        let view = RecordView::parse(&half, false).unwrap();
+        assert_eq!(checked_topic(&view), "OrderTopic");
+        // Without REAL_TOPIC, the body's own.
+        let plain = record("Plain", None);
+        let view = RecordView::parse(&plain, false).unwrap();
+        assert_eq!(checked_topic(&view), "Plain");
+    }
 
     #[test]
     fn subscriptions_carry_tag_codes() {
