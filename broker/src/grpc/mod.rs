@@ -11,11 +11,13 @@
 //! `clients` (gRPC clients by id and their connections), `telemetry` (the
 //! settings handshake and broker-to-client commands), `route`, `send`,
 //! `receive`, `ack`, `transaction`, `receipt` (receipt handles), `convert`
-//! (messages between the two forms), `settings`, `status`.
+//! (messages between the two forms), `settings`, `status`, `incoming`
+//! (TLS on the port, as the broker's `tlsMode` says).
 
 mod ack;
 mod clients;
 mod convert;
+mod incoming;
 mod meta;
 mod receipt;
 mod receive;
@@ -82,16 +84,29 @@ pub(crate) fn start(
     })
     .max_decoding_message_size(max_request)
     .max_encoding_message_size(usize::MAX);
-    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-    let shutdown = cancel.clone();
+    let tls = ctx.tls_server.clone();
+    let (shutdown, handshakes) = (cancel.clone(), tracker.clone());
     let served = Arc::clone(&inner);
     tracker.spawn(async move {
-        let result = tonic::transport::Server::builder()
+        let router = tonic::transport::Server::builder()
             .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
             .http2_keepalive_interval(Some(KEEPALIVE))
-            .add_service(service)
-            .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
-            .await;
+            .add_service(service);
+        let result = match tls {
+            Some(tls) => {
+                let incoming = incoming::with_tls(listener, tls, &shutdown, &handshakes);
+                router
+                    .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
+                    .await
+            }
+            None => {
+                let incoming =
+                    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+                router
+                    .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
+                    .await
+            }
+        };
         if let Err(e) = result {
             tracing::error!(error = %e, "gRPC server stopped");
         }
