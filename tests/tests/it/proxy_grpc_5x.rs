@@ -28,18 +28,18 @@ use crate::proxy_grpc::{create_topic, lines, scenario, Line};
 use crate::proxy_grpc_pop::{create_group, received_in_order};
 
 /// timerPrecisionMs of the broker (the default).
-const PRECISION_MS: i64 = 1_000;
+pub(crate) const PRECISION_MS: i64 = 1_000;
 /// Past due time plus precision, how late a delayed message may arrive
 /// (the timer pass, the POP long poll, the proxy and the client).
 const LATE_SLACK_MS: i64 = 2_000;
 /// Delivery delays of the delay test, one message each.
-const DELAYS_MS: [i64; 2] = [3_000, 6_000];
+pub(crate) const DELAYS_MS: [i64; 2] = [3_000, 6_000];
 /// transactionTimeOut and transactionCheckInterval of the transaction
 /// test's broker: a half left unknown is checked within a few seconds.
-const TX_TIMEOUT_MS: u64 = 2_000;
-const TX_CHECK_INTERVAL_MS: u64 = 1_000;
+pub(crate) const TX_TIMEOUT_MS: u64 = 2_000;
+pub(crate) const TX_CHECK_INTERVAL_MS: u64 = 1_000;
 /// Messages of each kind in the transaction test.
-const TX_EACH: usize = 2;
+pub(crate) const TX_EACH: usize = 2;
 
 /// A broker on `backend` (settings changed by `tune`) and one proxy in
 /// front of it with the `proxy.json` keys `extra`.
@@ -89,35 +89,17 @@ fn delayed_received(run: &JavaRun) -> Vec<DelayedRecv> {
         .collect()
 }
 
-async fn delay_by_timestamp(backend: CqBackend) {
-    let dir = tempfile::tempdir().unwrap();
-    let (broker, proxy) = start(dir.path(), backend, |_| {}, serde_json::Map::new()).await;
-    let (topic, group) = ("GrpcDelayTopic", "GrpcDelayGroup");
-    create_topic(&broker, topic, 2, "DELAY").await;
-    create_group(&broker, group, false).await;
-    let delays: Vec<String> = DELAYS_MS.iter().map(i64::to_string).collect();
-    let run = scenario(
-        &dir.path().join("java"),
-        &[
-            "--scenario",
-            "delay",
-            "--endpoint",
-            &proxy.grpc_endpoint(),
-            "--topic",
-            topic,
-            "--group",
-            group,
-            "--delays-ms",
-            &delays.join(","),
-        ],
-    )
-    .await;
-    let sent = lines(&run, "SENT");
-    let got = delayed_received(&run);
+/// Checks a delay run (`--delays-ms` = `delays`): each sent message
+/// received once, never before its due time, at most the timer's precision
+/// plus [`LATE_SLACK_MS`] after it, with the due time as the delivery
+/// timestamp the consumer saw.
+pub(crate) fn assert_delivered_on_time(run: &JavaRun, delays: &[i64]) {
+    let sent = lines(run, "SENT");
+    let got = delayed_received(run);
     let distinct: BTreeSet<Line> = got.iter().map(|r| r.line.clone()).collect();
     assert_eq!(
         (got.len(), &distinct),
-        (DELAYS_MS.len(), &sent),
+        (delays.len(), &sent),
         "not each sent message once\n{}",
         run.report("delay")
     );
@@ -145,6 +127,32 @@ async fn delay_by_timestamp(backend: CqBackend) {
             run.report("delay")
         );
     }
+}
+
+async fn delay_by_timestamp(backend: CqBackend) {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, proxy) = start(dir.path(), backend, |_| {}, serde_json::Map::new()).await;
+    let (topic, group) = ("GrpcDelayTopic", "GrpcDelayGroup");
+    create_topic(&broker, topic, 2, "DELAY").await;
+    create_group(&broker, group, false).await;
+    let delays: Vec<String> = DELAYS_MS.iter().map(i64::to_string).collect();
+    let run = scenario(
+        &dir.path().join("java"),
+        &[
+            "--scenario",
+            "delay",
+            "--endpoint",
+            &proxy.grpc_endpoint(),
+            "--topic",
+            topic,
+            "--group",
+            group,
+            "--delays-ms",
+            &delays.join(","),
+        ],
+    )
+    .await;
+    assert_delivered_on_time(&run, &DELAYS_MS);
     drop(proxy);
     broker.shutdown().await;
 }
@@ -152,6 +160,59 @@ async fn delay_by_timestamp(backend: CqBackend) {
 /// The SENT lines of `kind` (their tag).
 fn of_kind(sent: &BTreeSet<Line>, kind: &str) -> BTreeSet<Line> {
     sent.iter().filter(|l| l.1 == kind).cloned().collect()
+}
+
+/// Checks a transaction run with `each` messages of each kind: the
+/// consumer got exactly the committed ones (at once or by the checker),
+/// each once, and the checker was asked about exactly the halves left
+/// unknown, each under its real topic `topic`.
+pub(crate) fn assert_transaction_outcome(run: &JavaRun, topic: &str, each: usize) {
+    let sent = lines(run, "SENT");
+    assert_eq!(sent.len(), 4 * each, "{}", run.report("transaction"));
+    let committed: BTreeSet<Line> = of_kind(&sent, "commit")
+        .union(&of_kind(&sent, "checkCommit"))
+        .cloned()
+        .collect();
+    let unknown: BTreeSet<Line> = of_kind(&sent, "checkCommit")
+        .union(&of_kind(&sent, "checkRollback"))
+        .cloned()
+        .collect();
+    let got = received_in_order(run);
+    let distinct: BTreeSet<Line> = got.iter().cloned().collect();
+    assert_eq!(
+        (got.len(), &distinct),
+        (committed.len(), &committed),
+        "the consumer must get exactly the committed messages, each once\n{}",
+        run.report("transaction")
+    );
+    // CHECK <tab> id tag keys body resolution topic.
+    let checks: Vec<Vec<&str>> = run
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("CHECK\t"))
+        .map(|r| r.split('\t').collect())
+        .collect();
+    let checked: BTreeSet<Line> = checks
+        .iter()
+        .map(|f| {
+            assert_eq!(f.len(), 6, "CHECK line {f:?}");
+            (f[0].into(), f[1].into(), f[2].into(), f[3].into())
+        })
+        .collect();
+    assert_eq!(
+        checked,
+        unknown,
+        "the checker must be asked about exactly the halves left unknown\n{}",
+        run.report("transaction")
+    );
+    for f in &checks {
+        assert_eq!(
+            f[5],
+            topic,
+            "the checked message's topic\n{}",
+            run.report("transaction")
+        );
+    }
 }
 
 async fn transaction_check_back(backend: CqBackend) {
@@ -192,52 +253,7 @@ async fn transaction_check_back(backend: CqBackend) {
         ],
     )
     .await;
-    let sent = lines(&run, "SENT");
-    assert_eq!(sent.len(), 4 * TX_EACH, "{}", run.report("transaction"));
-    let committed: BTreeSet<Line> = of_kind(&sent, "commit")
-        .union(&of_kind(&sent, "checkCommit"))
-        .cloned()
-        .collect();
-    let unknown: BTreeSet<Line> = of_kind(&sent, "checkCommit")
-        .union(&of_kind(&sent, "checkRollback"))
-        .cloned()
-        .collect();
-    let got = received_in_order(&run);
-    let distinct: BTreeSet<Line> = got.iter().cloned().collect();
-    assert_eq!(
-        (got.len(), &distinct),
-        (committed.len(), &committed),
-        "the consumer must get exactly the committed messages, each once\n{}",
-        run.report("transaction")
-    );
-    // CHECK <tab> id tag keys body resolution topic.
-    let checks: Vec<Vec<&str>> = run
-        .stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("CHECK\t"))
-        .map(|r| r.split('\t').collect())
-        .collect();
-    let checked: BTreeSet<Line> = checks
-        .iter()
-        .map(|f| {
-            assert_eq!(f.len(), 6, "CHECK line {f:?}");
-            (f[0].into(), f[1].into(), f[2].into(), f[3].into())
-        })
-        .collect();
-    assert_eq!(
-        checked,
-        unknown,
-        "the checker must be asked about exactly the halves left unknown\n{}",
-        run.report("transaction")
-    );
-    for f in &checks {
-        assert_eq!(
-            f[5],
-            topic,
-            "the checked message's topic\n{}",
-            run.report("transaction")
-        );
-    }
+    assert_transaction_outcome(&run, topic, TX_EACH);
     drop(proxy);
     broker.shutdown().await;
 }
