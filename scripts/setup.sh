@@ -30,6 +30,29 @@ install_node_suite() { # <folder under tests> <package it pins>
 }
 install_node_suite node ali-ons
 install_node_suite node5 rocketmq-client-nodejs
+# The Python 5.x gRPC test (tests/tests/it/grpc_python.rs) runs
+# tests/python5/grpc_check.py with rocketmq-python-client in a venv outside
+# the repo; the test skips only when there is no python3 at all.
+py5_venv="${RMQ_PY5_VENV:-$HOME/.cache/rmq-py5/venv}"
+if command -v python3 >/dev/null 2>&1; then
+    if [ ! -f "$py5_venv/.complete" ] || [ tests/python5/requirements.txt -nt "$py5_venv/.complete" ]; then
+        if ! python3 -m venv "$py5_venv" >/dev/null 2>&1; then
+            SUDO=""
+            [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+            $SUDO apt-get update -qq
+            $SUDO apt-get install -y -qq python3-venv >/dev/null
+            python3 -m venv "$py5_venv"
+        fi
+        "$py5_venv/bin/pip" install -q --disable-pip-version-check -r tests/python5/requirements.txt
+        touch "$py5_venv/.complete"
+    fi
+fi
+# The Go 5.x gRPC test (tests/tests/it/grpc_go.rs) runs tests/go5 built to
+# tests/go5/target/grpc_check (ignored; modules in Go's own cache); the
+# test skips only when there is no go at all.
+if command -v go >/dev/null 2>&1; then
+    (cd tests/go5 && go build -o target/grpc_check .)
+fi
 # The Java-client and mqadmin tests drive the stock rocketmq-client and
 # rocketmq-tools from tests/java, built twice from the same sources: 4.9.8
 # into target/ and 5.3.3 into target-5/ (Maven's cache ~/.m2 is outside the

@@ -1,16 +1,23 @@
 'use strict';
 // Runs one scenario of the stock RocketMQ 5.x gRPC client for Node
-// (rocketmq-client-nodejs) through Apache's rocketmq-proxy:
+// (rocketmq-client-nodejs) against a gRPC endpoint (Apache's rocketmq-proxy
+// or the broker's own):
 //
 //   node grpc_check.js --scenario send --endpoint 127.0.0.1:8081 --topic T \
 //       --count 5 --tag TagA --mode sync|async [--message-groups 3]
 //   node grpc_check.js --scenario simple|fifo --endpoint 127.0.0.1:8081 \
 //       --topic T --group G --count 10 [--filter TagA] [--invisible-ms 15000]
 //       [--linger-ms 0 (simple)] [--batch 2 (fifo)]
+//   node grpc_check.js --scenario delay --endpoint 127.0.0.1:8081 --topic T \
+//       --group G --delays-ms 3000,6000
+//   node grpc_check.js --scenario transaction --endpoint 127.0.0.1:8081 \
+//       --topic T --group G --commit 2 --rollback 2 --check-commit 2
+//       --check-rollback 2
 //   ... [--timeout-ms 60000]
 //
 // Each message sent or received is one line
-// `SENT|RECV <tab> msgId <tab> tag <tab> keys <tab> body`; `PASS <scenario>`
+// `SENT|RECV <tab> msgId <tab> tag <tab> keys <tab> body` (delay adds times
+// to RECV, transaction prints CHECK lines: see lib/); `PASS <scenario>`
 // ends a run that did what it was asked (exit 0). A failed check prints
 // `FAIL <scenario>: why` and exits 1, any other error exits 2, a bad
 // argument exits 64, and past --timeout-ms a watchdog exits 3 (the exit codes
@@ -23,6 +30,8 @@ const SCENARIOS = {
   send: require('./lib/send'),
   simple: require('./lib/simple'),
   fifo: require('./lib/fifo'),
+  delay: require('./lib/delay'),
+  transaction: require('./lib/transaction'),
 };
 
 const DEFAULT_TIMEOUT_MS = 60000;

@@ -21,6 +21,7 @@ pub mod fixtures;
 pub mod grpc_proxy;
 pub mod java;
 pub mod proxy;
+pub mod sdk5;
 
 pub use fixtures::{broker_settings, metered_settings, start_broker};
 

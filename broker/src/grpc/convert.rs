@@ -301,7 +301,17 @@ pub(crate) fn send_properties(
         }
     }
     if let Some(t) = &sp.delivery_timestamp {
-        let at = timestamp_ms(t).unwrap_or(0);
+        // Out of the Timestamp range (say milliseconds sent as seconds):
+        // refused, not delivered at once as if due at 0.
+        let Some(at) = timestamp_ms(t) else {
+            return Err(Failure::new(
+                pb::Code::IllegalDeliveryTime,
+                format!(
+                    "the delivery timestamp {}s {}ns is not a valid time",
+                    t.seconds, t.nanos
+                ),
+            ));
+        };
         if at - now_ms > limits.max_delay_ms {
             return Err(Failure::new(
                 pb::Code::IllegalDeliveryTime,
@@ -511,6 +521,13 @@ mod tests {
         let mut m = message(b"x");
         m.system_properties.as_mut().unwrap().delivery_timestamp =
             Some(timestamp(2 * 24 * 3600 * 1000));
+        assert_eq!(code(&m), pb::Code::IllegalDeliveryTime);
+        // Milliseconds in the seconds field: past year 9999.
+        let mut m = message(b"x");
+        m.system_properties.as_mut().unwrap().delivery_timestamp = Some(prost_types::Timestamp {
+            seconds: 1_796_517_777_663,
+            nanos: 0,
+        });
         assert_eq!(code(&m), pb::Code::IllegalDeliveryTime);
     }
 

@@ -71,7 +71,7 @@ function logger() {
   };
 }
 
-/** The options every client takes: the proxy at --endpoint, plain TCP. */
+/** The options every client takes: the gRPC endpoint at --endpoint, plain TCP. */
 function clientOptions(args) {
   return {
     endpoints: required(args, 'endpoint'),

@@ -1,5 +1,5 @@
 'use strict';
-// Sends --count messages with the producer through the proxy: --mode sync
+// Sends --count messages with the producer to --endpoint: --mode sync
 // one after the other, async all at once and then waits for every receipt.
 // Message i has tag --tag, keys `<mode>-key-i` and body `<mode>-body-i`;
 // with --message-groups K (FIFO topics) it is in message group

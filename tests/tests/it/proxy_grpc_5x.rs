@@ -14,9 +14,6 @@
 //!   the ones rolled back, at once or by the checker, never are; the checker
 //!   is asked about each half left unknown, and sees it under its real
 //!   topic.
-//!
-//! The scenario bodies take the endpoint: `grpc_direct_5x` runs them with
-//! the client straight at the broker.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -31,18 +28,18 @@ use crate::proxy_grpc::{create_topic, lines, scenario, Line};
 use crate::proxy_grpc_pop::{create_group, received_in_order};
 
 /// timerPrecisionMs of the broker (the default).
-const PRECISION_MS: i64 = 1_000;
+pub(crate) const PRECISION_MS: i64 = 1_000;
 /// Past due time plus precision, how late a delayed message may arrive
 /// (the timer pass, the POP long poll, the proxy and the client).
 const LATE_SLACK_MS: i64 = 2_000;
 /// Delivery delays of the delay test, one message each.
-const DELAYS_MS: [i64; 2] = [3_000, 6_000];
+pub(crate) const DELAYS_MS: [i64; 2] = [3_000, 6_000];
 /// transactionTimeOut and transactionCheckInterval of the transaction
 /// test's broker: a half left unknown is checked within a few seconds.
-const TX_TIMEOUT_MS: u64 = 2_000;
-const TX_CHECK_INTERVAL_MS: u64 = 1_000;
+pub(crate) const TX_TIMEOUT_MS: u64 = 2_000;
+pub(crate) const TX_CHECK_INTERVAL_MS: u64 = 1_000;
 /// Messages of each kind in the transaction test.
-const TX_EACH: usize = 2;
+pub(crate) const TX_EACH: usize = 2;
 
 /// A broker on `backend` (settings changed by `tune`) and one proxy in
 /// front of it with the `proxy.json` keys `extra`.
@@ -92,6 +89,46 @@ fn delayed_received(run: &JavaRun) -> Vec<DelayedRecv> {
         .collect()
 }
 
+/// Checks a delay run (`--delays-ms` = `delays`): each sent message
+/// received once, never before its due time, at most the timer's precision
+/// plus [`LATE_SLACK_MS`] after it, with the due time as the delivery
+/// timestamp the consumer saw.
+pub(crate) fn assert_delivered_on_time(run: &JavaRun, delays: &[i64]) {
+    let sent = lines(run, "SENT");
+    let got = delayed_received(run);
+    let distinct: BTreeSet<Line> = got.iter().map(|r| r.line.clone()).collect();
+    assert_eq!(
+        (got.len(), &distinct),
+        (delays.len(), &sent),
+        "not each sent message once\n{}",
+        run.report("delay")
+    );
+    for r in &got {
+        let delay: i64 = r.line.3.rsplit('-').next().unwrap().parse().unwrap();
+        assert_eq!(r.due_ms - r.sent_ms, delay, "{}", run.report("delay"));
+        assert!(
+            r.received_ms >= r.due_ms,
+            "{} received {} ms before its due time\n{}",
+            r.line.3,
+            r.due_ms - r.received_ms,
+            run.report("delay")
+        );
+        assert!(
+            r.received_ms <= r.due_ms + PRECISION_MS + LATE_SLACK_MS,
+            "{} received {} ms after its due time\n{}",
+            r.line.3,
+            r.received_ms - r.due_ms,
+            run.report("delay")
+        );
+        assert_eq!(
+            r.delivery_timestamp,
+            r.due_ms,
+            "the delivery timestamp the consumer saw\n{}",
+            run.report("delay")
+        );
+    }
+}
+
 async fn delay_by_timestamp(backend: CqBackend) {
     let dir = tempfile::tempdir().unwrap();
     let (broker, proxy) = start(dir.path(), backend, |_| {}, serde_json::Map::new()).await;
@@ -123,39 +160,7 @@ pub(crate) async fn delivery_timestamp(broker: &Broker, home: &Path, endpoint: &
         ],
     )
     .await;
-    let sent = lines(&run, "SENT");
-    let got = delayed_received(&run);
-    let distinct: BTreeSet<Line> = got.iter().map(|r| r.line.clone()).collect();
-    assert_eq!(
-        (got.len(), &distinct),
-        (DELAYS_MS.len(), &sent),
-        "not each sent message once\n{}",
-        run.report("delay")
-    );
-    for r in &got {
-        let delay: i64 = r.line.3.rsplit('-').next().unwrap().parse().unwrap();
-        assert_eq!(r.due_ms - r.sent_ms, delay, "{}", run.report("delay"));
-        assert!(
-            r.received_ms >= r.due_ms,
-            "{} received {} ms before its due time\n{}",
-            r.line.3,
-            r.due_ms - r.received_ms,
-            run.report("delay")
-        );
-        assert!(
-            r.received_ms <= r.due_ms + PRECISION_MS + LATE_SLACK_MS,
-            "{} received {} ms after its due time\n{}",
-            r.line.3,
-            r.received_ms - r.due_ms,
-            run.report("delay")
-        );
-        assert_eq!(
-            r.delivery_timestamp,
-            r.due_ms,
-            "the delivery timestamp the consumer saw\n{}",
-            run.report("delay")
-        );
-    }
+    assert_delivered_on_time(&run, &DELAYS_MS);
 }
 
 /// The SENT lines of `kind` (their tag).
@@ -163,58 +168,13 @@ fn of_kind(sent: &BTreeSet<Line>, kind: &str) -> BTreeSet<Line> {
     sent.iter().filter(|l| l.1 == kind).cloned().collect()
 }
 
-async fn transaction_check_back(backend: CqBackend) {
-    let dir = tempfile::tempdir().unwrap();
-    // The proxy tells the broker its transactional producer groups by a
-    // heartbeat every 20 s by default; until the first one the broker has
-    // no producer to check with.
-    let mut extra = serde_json::Map::new();
-    extra.insert("transactionHeartbeatPeriodSecond".into(), 1.into());
-    let (broker, proxy) = start(dir.path(), backend, quick_transaction_checks, extra).await;
-    transaction_check_back_at(&broker, &dir.path().join("java"), &proxy.grpc_endpoint()).await;
-    drop(proxy);
-    broker.shutdown().await;
-}
-
-/// A half left unknown is checked back within a few seconds.
-pub(crate) fn quick_transaction_checks(s: &mut Settings) {
-    s.broker.transaction_time_out_ms = TX_TIMEOUT_MS;
-    s.broker.transaction_check_interval_ms = TX_CHECK_INTERVAL_MS;
-}
-
-/// A TransactionProducer at `endpoint` commits and rolls back, at once and
-/// when checked back (`broker` needs [`quick_transaction_checks`]): exactly
-/// the committed messages are delivered, and the checker is asked about
-/// exactly the halves left unknown.
-pub(crate) async fn transaction_check_back_at(broker: &Broker, home: &Path, endpoint: &str) {
-    let (topic, group) = ("GrpcTxTopic", "GrpcTxGroup");
-    create_topic(broker, topic, 2, "TRANSACTION").await;
-    create_group(broker, group, false).await;
-    let each = TX_EACH.to_string();
-    let run = scenario(
-        home,
-        &[
-            "--scenario",
-            "transaction",
-            "--endpoint",
-            endpoint,
-            "--topic",
-            topic,
-            "--group",
-            group,
-            "--commit",
-            &each,
-            "--rollback",
-            &each,
-            "--check-commit",
-            &each,
-            "--check-rollback",
-            &each,
-        ],
-    )
-    .await;
-    let sent = lines(&run, "SENT");
-    assert_eq!(sent.len(), 4 * TX_EACH, "{}", run.report("transaction"));
+/// Checks a transaction run with `each` messages of each kind: the
+/// consumer got exactly the committed ones (at once or by the checker),
+/// each once, and the checker was asked about exactly the halves left
+/// unknown, each under its real topic `topic`.
+pub(crate) fn assert_transaction_outcome(run: &JavaRun, topic: &str, each: usize) {
+    let sent = lines(run, "SENT");
+    assert_eq!(sent.len(), 4 * each, "{}", run.report("transaction"));
     let committed: BTreeSet<Line> = of_kind(&sent, "commit")
         .union(&of_kind(&sent, "checkCommit"))
         .cloned()
@@ -223,7 +183,7 @@ pub(crate) async fn transaction_check_back_at(broker: &Broker, home: &Path, endp
         .union(&of_kind(&sent, "checkRollback"))
         .cloned()
         .collect();
-    let got = received_in_order(&run);
+    let got = received_in_order(run);
     let distinct: BTreeSet<Line> = got.iter().cloned().collect();
     assert_eq!(
         (got.len(), &distinct),
@@ -259,6 +219,58 @@ pub(crate) async fn transaction_check_back_at(broker: &Broker, home: &Path, endp
             run.report("transaction")
         );
     }
+}
+
+async fn transaction_check_back(backend: CqBackend) {
+    let dir = tempfile::tempdir().unwrap();
+    // The proxy tells the broker its transactional producer groups by a
+    // heartbeat every 20 s by default; until the first one the broker has
+    // no producer to check with.
+    let mut extra = serde_json::Map::new();
+    extra.insert("transactionHeartbeatPeriodSecond".into(), 1.into());
+    let (broker, proxy) = start(dir.path(), backend, quick_transaction_checks, extra).await;
+    transaction_check_back_at(&broker, &dir.path().join("java"), &proxy.grpc_endpoint()).await;
+    drop(proxy);
+    broker.shutdown().await;
+}
+
+/// A half left unknown is checked back within a few seconds.
+pub(crate) fn quick_transaction_checks(s: &mut Settings) {
+    s.broker.transaction_time_out_ms = TX_TIMEOUT_MS;
+    s.broker.transaction_check_interval_ms = TX_CHECK_INTERVAL_MS;
+}
+
+/// A TransactionProducer at `endpoint` commits and rolls back, at once and
+/// when checked back (`broker` needs [`quick_transaction_checks`]): see
+/// [`assert_transaction_outcome`].
+pub(crate) async fn transaction_check_back_at(broker: &Broker, home: &Path, endpoint: &str) {
+    let (topic, group) = ("GrpcTxTopic", "GrpcTxGroup");
+    create_topic(broker, topic, 2, "TRANSACTION").await;
+    create_group(broker, group, false).await;
+    let each = TX_EACH.to_string();
+    let run = scenario(
+        home,
+        &[
+            "--scenario",
+            "transaction",
+            "--endpoint",
+            endpoint,
+            "--topic",
+            topic,
+            "--group",
+            group,
+            "--commit",
+            &each,
+            "--rollback",
+            &each,
+            "--check-commit",
+            &each,
+            "--check-rollback",
+            &each,
+        ],
+    )
+    .await;
+    assert_transaction_outcome(&run, topic, TX_EACH);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
