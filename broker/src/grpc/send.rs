@@ -249,7 +249,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn consistent_hash_matches_guava() {
+    fn message_groups_land_where_guava_puts_them() {
+        // Guava's Hashing.consistentHash(group.hashCode(), buckets), run
+        // on the Java side for these groups.
+        let cases = [
+            ("order-1", [3, 3, 3]),
+            ("order-2", [2, 2, 11]),
+            ("GroupA", [0, 5, 10]),
+            ("x", [1, 4, 12]),
+            ("消息组", [2, 7, 7]),
+        ];
+        for (group, want) in cases {
+            let got: Vec<i32> = [4, 8, 16]
+                .iter()
+                .map(|b| consistent_hash(i64::from(java_string_hash(group)), *b))
+                .collect();
+            assert_eq!(got, want, "{group}");
+        }
+    }
+
+    #[test]
+    fn consistent_hash_stays_in_range_and_moves_little() {
         assert_eq!(consistent_hash(0, 1), 0);
         for buckets in 1..50 {
             for input in [-7i64, 0, 1, 42, 1_000_003, i64::from(i32::MIN)] {
