@@ -188,9 +188,18 @@ pub(crate) fn duration(ms: i64) -> prost_types::Duration {
     }
 }
 
+/// A message's system properties (the defaults when it has none),
+/// borrowed: a send reads them several times.
+pub(crate) fn system_properties(m: &pb::Message) -> std::borrow::Cow<'_, pb::SystemProperties> {
+    match &m.system_properties {
+        Some(sp) => std::borrow::Cow::Borrowed(sp),
+        None => std::borrow::Cow::Owned(pb::SystemProperties::default()),
+    }
+}
+
 /// The sysFlag of a message to send: compressed body, transaction half.
 pub(crate) fn send_sys_flag(m: &pb::Message) -> i32 {
-    let sp = m.system_properties.clone().unwrap_or_default();
+    let sp = system_properties(m);
     let mut flag = 0;
     if sp.body_encoding() == pb::Encoding::Gzip {
         flag |= sysflag::COMPRESSED;
@@ -257,7 +266,7 @@ pub(crate) fn send_properties(
         user_bytes += k.len() + v.len();
         props.insert(k.as_str(), v.as_str());
     }
-    let sp = m.system_properties.clone().unwrap_or_default();
+    let sp = system_properties(m);
     let tag = sp.tag.clone().unwrap_or_default();
     check_tag(&tag)?;
     if !tag.is_empty() {

@@ -139,7 +139,7 @@ async fn send_one(
             ));
         }
     }
-    let sp = m.system_properties.clone().unwrap_or_default();
+    let sp = super::convert::system_properties(m);
     let group = sp
         .message_group
         .clone()
