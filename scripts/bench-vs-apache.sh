@@ -7,6 +7,8 @@
 #                              [--out DIR] [--dir DIR]
 #   scripts/bench-vs-apache.sh --meta [--targets a,b] [--out DIR] [--dir DIR]
 #   scripts/bench-vs-apache.sh --pop [--quick] [--targets a,b] [--out DIR] [--dir DIR]
+#   scripts/bench-vs-apache.sh --grpc [--quick] [--targets a,b] [--loads G1,G2,R1]
+#                              [--out DIR] [--dir DIR]
 #
 # Targets, one at a time (never two brokers at once), each on a fresh store
 # folder under --dir (default: the system temp folder), deleted after it:
@@ -130,6 +132,31 @@
 #                    per message are read at the window's edges. Ratios are
 #                    to apache-5.3.3. A row with empty receives ran dry: fill
 #                    more.
+#   --grpc           the 5.x SDKs' gRPC API instead of the loads, served by
+#                    apache-5.3.3 in LOCAL mode (broker and proxy in one JVM:
+#                    rocketmq-proxy 5.3.3's ProxyStartup -pm local -bc
+#                    broker.conf, the broker JVM's options, proxy gRPC port
+#                    RMQ_BENCH_PROXY_PORT) and by ours-file and ours-rocksdb
+#                    (the broker's own grpcServerPort, RMQ_BENCH_OURS_GRPC_PORT).
+#                    Per target, after the usual warm-up:
+#                      R1  the L1 Java load over remoting (4.9.7 client, 64
+#                          threads, 1 KiB): the remoting send's broker CPU per
+#                          message on the same start, for the gRPC/remoting
+#                          ratio
+#                      G1  rmqbench.GrpcLoad: the stock gRPC client 5.0.7, one
+#                          Producer, 64 threads of synchronous 1 KiB sends,
+#                          WARM_S of warm-up (the proxy's gRPC path needs its
+#                          own JIT time) and a DURATION_S window
+#                      G2  rmqbench.PopLoad on the same endpoint: 16 threads
+#                          over 4 SimpleConsumers receive up to 32 and ack
+#                          each, from BenchTopic-0 filled beforehand with
+#                          RMQ_BENCH_GRPC_FILL (3,000,000) messages of 1 KiB by
+#                          rmq-bench over remoting; WARM_S warm-up, DURATION_S
+#                          window
+#                    CPU per message is the broker process's (Apache's proxy is
+#                    inside it), RSS its high-water mark after each load.
+#                    Ratios are to apache-5.3.3; "gRPC/remoting" is G1's broker
+#                    CPU per message over R1's on the same target.
 #
 # A full run takes about 20 minutes (about 3.5 per target); --quick about 5.
 # Every process it starts is stopped on exit, whatever the exit.
@@ -138,6 +165,8 @@ cd "$(dirname "$0")/.."
 
 ALL_TARGETS=(apache-4.9.7 apache-5.3.3 apache-5.3.3-rocksdb ours-file ours-rocksdb)
 ALL_LOADS=(L1 L2 L3 L4 L5)
+# --grpc's loads, in the order they run on one broker start.
+GRPC_LOADS=(R1 G1 G2)
 # Ratios are to this target's row of the same load ...
 BASE_TARGET=apache-4.9.7
 # ... and ours-rocksdb's also to Apache's RocksDB consume queue.
@@ -164,16 +193,19 @@ LOADS=("${ALL_LOADS[@]}")
 OUT=""
 META=0
 POP=0
+GRPC=0
+LOADS_GIVEN=0
 STORE_PARENT=${TMPDIR:-/tmp}
 while [ "$#" -gt 0 ]; do
     case "$1" in
     --quick) WARM_S=3 DURATION_S=3 CLIENT_WARM_S=1 ;;
     --targets) IFS=, read -r -a TARGETS <<<"${2:?--targets needs a list}"; shift ;;
-    --loads) IFS=, read -r -a LOADS <<<"${2:?--loads needs a list}"; shift ;;
+    --loads) IFS=, read -r -a LOADS <<<"${2:?--loads needs a list}"; LOADS_GIVEN=1; shift ;;
     --out) OUT=${2:?--out needs a folder}; shift ;;
     --dir) STORE_PARENT=${2:?--dir needs a folder}; shift ;;
     --meta) META=1 ;;
     --pop) POP=1 ;;
+    --grpc) GRPC=1 ;;
     -h | --help) usage; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
     esac
@@ -191,7 +223,18 @@ if [ "$POP" = 1 ]; then
         die "--pop: apache-4.9.7 has no POP"
     [ "${#TARGETS[@]}" -eq "${#ALL_TARGETS[@]}" ] && TARGETS=(apache-5.3.3 ours-file ours-rocksdb)
 fi
-for l in "${LOADS[@]}"; do contains "$l" "${ALL_LOADS[@]}" || die "unknown load $l"; done
+if [ "$GRPC" = 1 ]; then
+    [ "$POP" = 1 ] || [ "$META" = 1 ] && die "--grpc goes alone (not with --pop or --meta)"
+    for t in "${TARGETS[@]}"; do
+        contains "$t" apache-5.3.3 ours-file ours-rocksdb ||
+            [ "${#TARGETS[@]}" -eq "${#ALL_TARGETS[@]}" ] || die "--grpc: no gRPC on $t"
+    done
+    [ "${#TARGETS[@]}" -eq "${#ALL_TARGETS[@]}" ] && TARGETS=(apache-5.3.3 ours-file ours-rocksdb)
+    [ "$LOADS_GIVEN" = 1 ] || LOADS=("${GRPC_LOADS[@]}")
+    for l in "${LOADS[@]}"; do contains "$l" "${GRPC_LOADS[@]}" || die "--grpc: unknown load $l"; done
+else
+    for l in "${LOADS[@]}"; do contains "$l" "${ALL_LOADS[@]}" || die "unknown load $l"; done
+fi
 
 CACHE=${RMQ_APACHE_CACHE:-$HOME/.cache/rmq-apache}
 NAMESRV_PORT=${RMQ_BENCH_NAMESRV_PORT:-29876}
@@ -213,6 +256,7 @@ read -r -a LOAD_JVM <<<"${RMQ_BENCH_LOAD_JVM:--Xms2g -Xmx2g -XX:+UseG1GC}"
 read -r -a PROXY_JVM <<<"${RMQ_BENCH_PROXY_JVM:--server -Xms2g -Xmx2g -XX:+UseG1GC}"
 PROXY_PORT=${RMQ_BENCH_PROXY_PORT:-30981}
 POP_FILL=${RMQ_BENCH_POP_FILL:-1000000}
+GRPC_FILL=${RMQ_BENCH_GRPC_FILL:-3000000}
 PROXY_VERSION=5.3.3
 
 # ---------------------------------------------------------------- processes
@@ -726,6 +770,141 @@ pop_summary() {
     } | tee "$OUT/pop.md"
 }
 
+# ---------------------------------------------------------------- gRPC
+# apache-5.3.3 in local mode: its NameServer as for the other loads, then
+# broker and proxy in one JVM (ProxyStartup -pm local) on $RUN/broker.conf.
+start_apache_local() {
+    local v=5.3.3
+    local common=("${JAVA_OPENS[@]}" -Duser.home="$RUN/home" -Drocketmq.home.dir="$RUN/home")
+    port_open "$PROXY_PORT" && die "port $PROXY_PORT on 127.0.0.1 is taken (set RMQ_BENCH_PROXY_PORT)"
+    cat >"$RUN/namesrv.conf" <<EOF
+listenPort=$NAMESRV_PORT
+kvConfigPath=$RUN/namesrv/kvConfig.json
+configStorePath=$RUN/namesrv/namesrv.properties
+bindAddress=127.0.0.1
+EOF
+    cat >"$RUN/broker.conf" <<EOF
+brokerClusterName=DefaultCluster
+brokerName=broker-a
+brokerId=0
+brokerIP1=127.0.0.1
+listenPort=$BROKER_PORT
+storePathRootDir=$RUN/store
+storePathCommitLog=$RUN/store/commitlog
+flushDiskType=ASYNC_FLUSH
+bindAddress=127.0.0.1
+EOF
+    printf '{"rocketMQClusterName":"DefaultCluster","grpcServerPort":%d,"remotingListenPort":%d}\n' \
+        "$PROXY_PORT" "$((PROXY_PORT - 1))" >"$RUN/proxy.json"
+    ROCKETMQ_HOME="$CACHE/home" java "${NAMESRV_JVM[@]}" "${common[@]}" -cp "$CACHE/$v/lib/*" \
+        org.apache.rocketmq.namesrv.NamesrvStartup -c "$RUN/namesrv.conf" \
+        >"$RUN/namesrv.out" 2>&1 &
+    NAMESRV_PID=$!
+    track "$NAMESRV_PID"
+    wait_ready "NameServer $v" "$NAMESRV_PID" "$NAMESRV_PORT" "$RUN/namesrv.out" \
+        "boot success" "$START_TIMEOUT_S"
+    ROCKETMQ_HOME="$RUN/home" java "${BROKER_JVM[@]}" "${common[@]}" \
+        -Xlog:gc:file="$RUN/gc.log" -cp "$CACHE/proxy-$PROXY_VERSION/lib/*" \
+        org.apache.rocketmq.proxy.ProxyStartup -pm local -pc "$RUN/proxy.json" \
+        -bc "$RUN/broker.conf" -n "127.0.0.1:$NAMESRV_PORT" >"$RUN/broker.out" 2>&1 &
+    BROKER_PID=$!
+    track "$BROKER_PID"
+    wait_ready "broker + proxy $v (local mode)" "$BROKER_PID" "$PROXY_PORT" "$RUN/broker.out" \
+        "rocketmq-proxy startup successfully" "$START_TIMEOUT_S"
+    port_open "$BROKER_PORT" || die "the local-mode broker is not on $BROKER_PORT (log: $RUN/broker.out)"
+}
+
+# The target's gRPC endpoint.
+grpc_endpoint() { # <target>
+    case "$1" in
+    apache-*) echo "127.0.0.1:$PROXY_PORT" ;;
+    ours-*) echo "127.0.0.1:$OURS_GRPC_PORT" ;;
+    esac
+}
+
+# One --grpc load on the running target (see the header for each).
+run_grpc_load() { # <load> <target>
+    local load=$1 target=$2 flush=ASYNC_FLUSH endpoint
+    endpoint=$(grpc_endpoint "$target")
+    local report="$OUT/reports/$load-$target.json" logf="$OUT/logs/$load-$target.err"
+    local java=(java "${LOAD_JVM[@]}" -Duser.home="$RUN/home" -cp "$CACHE/load/classes:$CACHE/load/lib/*")
+    case "$load" in
+    R1)
+        run_java_load R1 "$target" "$flush" 1024
+        return
+        ;;
+    G1)
+        run_windowed "G1 on $target" "$report" "$logf" "$NAMESRV_PID" "${java[@]}" rmqbench.GrpcLoad \
+            --endpoint "$endpoint" --topic GrpcBench --queues "$QUEUES" --threads 64 --size 1024 \
+            --namesrv "127.0.0.1:$NAMESRV_PORT" --broker "127.0.0.1:$BROKER_PORT" \
+            --warmup "$WARM_S" --duration "$DURATION_S"
+        ;;
+    G2)
+        log "$target: filling BenchTopic-0 with $GRPC_FILL messages"
+        RUST_LOG=warn run_tracked target/release/rmq-bench produce --broker "127.0.0.1:$BROKER_PORT" \
+            --queues "$QUEUES" --consumers 0 --size 1024 --messages "$GRPC_FILL" --producers 4 \
+            --mode async --inflight 16 --warmup >"$OUT/logs/G2-$target-fill.out" 2>&1 ||
+            die "filling $target failed (log: $OUT/logs/G2-$target-fill.out)"
+        run_windowed "G2 on $target" "$report" "$logf" "$NAMESRV_PID" "${java[@]}" rmqbench.PopLoad \
+            --endpoint "$endpoint" --topic BenchTopic-0 \
+            --namesrv "127.0.0.1:$NAMESRV_PORT" --broker "127.0.0.1:$BROKER_PORT" \
+            --warmup "$WARM_S" --duration "$DURATION_S"
+        ;;
+    esac
+    record "$load" "$target" java "$flush" "$report" "$WIN_BROKER_TICKS" "$WIN_OTHER_TICKS"
+    log "$load on $target: $(jq -r '"\(.sent // .acked) messages, \(.msgs_per_s) msgs/s, p99 \(.p99_us // .receive_p99_us) us, \(.errors) errors"' "$report")"
+}
+
+# One target: start, warm up over remoting, then the gRPC loads in order.
+grpc_session() { # <target>
+    local target=$1 flush=ASYNC_FLUSH l
+    log "$target: starting (gRPC)"
+    RUN="$WORK/$target-grpc"
+    mkdir -p "$RUN/store" "$RUN/home"
+    check_ports_free
+    case "$target" in
+    apache-*) start_apache_local ;;
+    ours-*) start_ours "$target" "$flush" ;;
+    esac
+    warm_up "$target" "$flush"
+    for l in "${GRPC_LOADS[@]}"; do
+        contains "$l" "${LOADS[@]}" || continue
+        run_grpc_load "$l" "$target"
+    done
+    stop_target "$target" grpc
+}
+
+# Each --grpc record with its report's figures: messages/s, p99 and the
+# broker's CPU per message (us).
+grpc_rows() {
+    local rec
+    while IFS= read -r rec; do
+        jq -c --argjson rec "$rec" '
+            (.sent // .acked) as $n
+            | $rec + {rate: .msgs_per_s, p99_us: (.p99_us // .receive_p99_us),
+                cpu_us: (if $n > 0 then $rec.broker_cpu_ticks / $rec.clk_tck * 1e6 / $n else null end)}' \
+            "$(jq -r .report <<<"$rec")"
+    done <"$OUT/records.jsonl"
+}
+
+# The --grpc table: a row per load and target; ratios to apache-5.3.3's row
+# of the same load, and G1's CPU per message over R1's on the same target.
+grpc_summary() {
+    {
+        echo "| load | target | msgs/s | p99 | broker CPU per msg | RSS max | msgs/s vs apache-5.3.3 | CPU vs apache-5.3.3 | RSS vs apache-5.3.3 | gRPC/remoting CPU |"
+        echo "|---|---|---|---|---|---|---|---|---|---|"
+        grpc_rows | jq -rs '
+            def r2: if . == null then "-" else (. * 100 | round / 100 | tostring) end;
+            def ratio(a; b): if a == null or b == null or b == 0 then "-" else (a / b | r2) + "x" end;
+            . as $rows
+            | $rows[]
+            | . as $r
+            | ([ $rows[] | select(.load == $r.load and .target == "apache-5.3.3") ][0]) as $base
+            | ([ $rows[] | select(.load == "R1" and .target == $r.target) ][0]) as $rem
+            | "| \($r.load) | \($r.target) | \($r.rate | round) | \($r.p99_us / 1000 | r2) ms | \($r.cpu_us | r2) us | \($r.rss_hwm_kib / 1024 | round) MiB | \(ratio($r.rate; $base.rate)) | \(ratio($r.cpu_us; $base.cpu_us)) | \(ratio($r.rss_hwm_kib; $base.rss_hwm_kib)) | \(if $r.load == "G1" then ratio($r.cpu_us; $rem.cpu_us) else "-" end) |"'
+    } | tee "$OUT/grpc.md"
+}
+
 # ---------------------------------------------------------------- main
 [ -n "$OUT" ] || OUT=$(mktemp -d "${TMPDIR:-/tmp}/bench-vs-apache.XXXXXX")
 mkdir -p "$OUT/reports" "$OUT/logs" "$STORE_PARENT"
@@ -739,8 +918,20 @@ make_home
 for t in "${TARGETS[@]}"; do
     case "$t" in apache-*) fetch_apache "$(apache_version "$t")" ;; esac
 done
-[ "$POP" = 1 ] && fetch_proxy
+if [ "$POP" = 1 ] || [ "$GRPC" = 1 ]; then fetch_proxy; fi
 ensure_rust
+
+if [ "$GRPC" = 1 ]; then
+    command -v jq >/dev/null || die "--grpc needs jq for its table"
+    log "gRPC on targets: ${TARGETS[*]}; loads: ${LOADS[*]}; warm-up ${WARM_S} s, window ${DURATION_S} s; out: $OUT"
+    for t in "${ALL_TARGETS[@]}"; do
+        contains "$t" "${TARGETS[@]}" || continue
+        grpc_session "$t"
+    done
+    echo
+    grpc_summary
+    exit 0
+fi
 
 if [ "$POP" = 1 ]; then
     : >"$OUT/pop-cpu.jsonl"
