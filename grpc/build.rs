@@ -22,6 +22,9 @@ fn main() -> Result<(), Box<dyn Error>> {
         .build_server(true)
         .build_client(true)
         .emit_rerun_if_changed(false)
+        // A message body is a `Bytes`: decoding slices it out of the
+        // request's buffer and the broker hands it on without a copy.
+        .bytes(".apache.rocketmq.v2.Message.body")
         .compile_fds(descriptors)?;
     Ok(())
 }

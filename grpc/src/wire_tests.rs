@@ -39,7 +39,7 @@ fn one_message_request() -> SendMessageRequest {
             topic: topic("T"),
             user_properties: HashMap::from([("k".to_string(), "v".to_string())]),
             system_properties: Some(system),
-            body: b"hi".to_vec(),
+            body: b"hi".to_vec().into(),
         }],
     }
 }
@@ -107,7 +107,7 @@ fn receive_message_response_decodes_each_oneof_arm() {
         panic!("expected the message arm, got {got:?}");
     };
     assert_eq!(message.topic, topic("T"));
-    assert_eq!(message.body, b"x");
+    assert_eq!(message.body.as_ref(), b"x");
     let system = message.system_properties.unwrap_or_default();
     assert_eq!(system.receipt_handle.as_deref(), Some("r"));
     assert_eq!(system.queue_offset, Some(7));

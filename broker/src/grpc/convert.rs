@@ -412,7 +412,7 @@ pub(crate) fn message_of_record(
         (Some(topic), Some(message_id)) => Some(pb::DeadLetterQueue { topic, message_id }),
         _ => None,
     };
-    let body = view.body().to_vec();
+    let body = bytes::Bytes::copy_from_slice(view.body());
     let encoding = if view.sys_flag() & sysflag::COMPRESSED != 0 {
         pb::Encoding::Gzip
     } else {
@@ -476,7 +476,7 @@ mod tests {
                 born_timestamp: Some(timestamp(1_700_000_000_123)),
                 ..Default::default()
             }),
-            body: body.to_vec(),
+            body: body.to_vec().into(),
         }
     }
 

@@ -75,7 +75,7 @@ fn message(topic: &str, id: &str) -> pb::Message {
             body_encoding: pb::Encoding::Identity as i32,
             ..Default::default()
         }),
-        body: b"guarded".to_vec(),
+        body: b"guarded".to_vec().into(),
     }
 }
 
