@@ -28,6 +28,7 @@ pub mod config;
 pub mod context;
 pub mod error;
 pub(crate) mod grpc;
+pub use grpc::GrpcConfig;
 pub mod ha;
 pub mod logging;
 pub mod meta;

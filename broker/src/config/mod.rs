@@ -187,6 +187,9 @@ pub struct BrokerConfig {
     /// POP consumption (RocketMQ 5.x).
     #[serde(flatten)]
     pub pop: crate::pop::PopConfig,
+    /// What the gRPC API takes from Apache's proxy settings.
+    #[serde(flatten)]
+    pub grpc: crate::grpc::GrpcConfig,
 }
 
 impl Default for BrokerConfig {
@@ -227,6 +230,7 @@ impl Default for BrokerConfig {
             tls_client_key_path: String::new(),
             tls_config_file: String::new(),
             pop: crate::pop::PopConfig::default(),
+            grpc: crate::grpc::GrpcConfig::default(),
             broker_id: 0,
             broker_ip1: "127.0.0.1".into(),
             broker_ip2: String::new(),
@@ -405,6 +409,9 @@ impl BrokerConfig {
                 format!("{} is not a port", self.grpc_server_port),
             ));
         }
+        self.grpc
+            .validate()
+            .map_err(|(key, why)| ConfigError::new(key, why))?;
         if !(-1..=65535).contains(&self.metrics_port) {
             return Err(ConfigError::new(
                 "metricsPort",

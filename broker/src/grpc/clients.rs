@@ -126,6 +126,11 @@ impl GrpcClients {
         (client, Some(outbox))
     }
 
+    /// Whether a client of that id is connected.
+    pub fn contains(&self, id: &str) -> bool {
+        self.by_id.lock().contains_key(id)
+    }
+
     /// Drops a client: unregistered from the client tables, its
     /// connection closed.
     pub fn remove(&self, id: &str) -> Option<Arc<GrpcClient>> {

@@ -10,16 +10,20 @@
 //! Layout: `service` (the RPCs and what they share), `meta` (the caller),
 //! `clients` (gRPC clients by id and their connections), `telemetry` (the
 //! settings handshake and broker-to-client commands), `route`, `send`,
-//! `receive`, `ack`, `transaction`, `receipt` (receipt handles), `convert`
-//! (messages between the two forms), `settings`, `status`.
+//! `receive`, `ack`, `renew` (receipt handles renewed for auto-renew
+//! clients), `transaction`, `receipt` (receipt handles), `convert`
+//! (messages between the two forms), `settings`, `config` (the proxy's
+//! settings), `status`.
 
 mod ack;
 mod clients;
+mod config;
 mod convert;
 mod listener;
 mod meta;
 mod receipt;
 mod receive;
+mod renew;
 mod route;
 mod send;
 mod service;
@@ -41,12 +45,15 @@ use tokio_util::task::TaskTracker;
 use crate::context::BrokerContext;
 use crate::processor::BrokerHandler;
 use clients::GrpcClients;
+pub use config::GrpcConfig;
 use service::{GrpcService, Inner};
 
 /// How often idle clients and expired transaction halves are dropped.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 /// Streams (calls) one HTTP/2 connection may have open at once.
 const MAX_STREAMS_PER_CONNECTION: u32 = 1024;
+/// Longest wait, when the broker stops, for held messages to be let go.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(3);
 /// Keepalive pings on an idle connection.
 const KEEPALIVE: Duration = Duration::from_secs(30);
 
@@ -73,6 +80,8 @@ pub(crate) fn start(
         endpoint,
         limits: convert::SendLimits::with_max_body(max_body),
         next_queue: AtomicUsize::new(0),
+        renewals: renew::Renewals::default(),
+        internal: rmq_remoting::Connection::detached(endpoint, max_queued).0,
         cancel: cancel.clone(),
         tracker: tracker.clone(),
     });
@@ -110,6 +119,14 @@ pub(crate) fn start(
         if let Err(e) = result {
             tracing::error!(error = %e, "gRPC server stopped");
         }
+        // Held messages go back to their groups soon, not after their
+        // renewed invisible time.
+        if tokio::time::timeout(RELEASE_TIMEOUT, renew::release_all(&served))
+            .await
+            .is_err()
+        {
+            tracing::warn!("gRPC: releasing held messages took too long");
+        }
         served.clients.clear();
     });
     let swept = Arc::clone(&inner);
@@ -131,6 +148,24 @@ pub(crate) fn start(
             }
         }
     });
+    if ctx.settings.broker.grpc.enable_proxy_auto_renew {
+        let renewing = Arc::clone(&inner);
+        let stop = cancel.clone();
+        let period = Duration::from_millis(ctx.settings.broker.grpc.renew_schedule_period_ms);
+        tracker.spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = stop.cancelled() => break,
+                    _ = tick.tick() => {
+                        renew::pass(&renewing, rmq_common::time::now_ms()).await;
+                    }
+                }
+            }
+        });
+    }
     tracing::info!(%endpoint, "gRPC (apache.rocketmq.v2) served");
     Ok(endpoint)
 }

@@ -15,16 +15,16 @@ use rmq_grpc::pb;
 use super::ack;
 use super::convert::{duration_ms, message_of_record, timestamp};
 use super::receipt::ReceiptHandle;
+use super::renew::Held;
 use super::service::Caller;
 use super::service::Inner;
 use super::settings::{MAX_LONG_POLLING_MS, MIN_LONG_POLLING_MS};
 use super::status::{self, Failure};
 
-/// The proxy's `minInvisibleTimeMillsForRecv`, `maxInvisibleTimeMills`
-/// and `defaultInvisibleTimeMills` (for auto-renewing clients).
+/// The proxy's `minInvisibleTimeMillsForRecv` and `maxInvisibleTimeMills`
+/// (an auto-renewing client's is `defaultInvisibleTimeMills`, a setting).
 pub(crate) const MIN_INVISIBLE_MS: i64 = 10_000;
 pub(crate) const MAX_INVISIBLE_MS: i64 = 12 * 3600 * 1000;
-const DEFAULT_INVISIBLE_MS: i64 = 60_000;
 /// `ProxyUtils.MAX_MSG_NUMS_FOR_POP_REQUEST`.
 const MAX_BATCH: i32 = 32;
 /// What the client's request timeout is taken to be when its settings do
@@ -129,7 +129,7 @@ async fn pop(
     let topic = inner.check_topic(&mq.topic.unwrap_or_default())?;
     let group = inner.check_group(&req.group.clone().unwrap_or_default())?;
     let invisible = if req.auto_renew {
-        DEFAULT_INVISIBLE_MS
+        inner.ctx.settings.broker.grpc.default_invisible_time_ms
     } else {
         let ms = req.invisible_duration.as_ref().map_or(0, duration_ms);
         check_invisible(ms, MIN_INVISIBLE_MS)?;
@@ -238,6 +238,12 @@ async fn pop(
         if view.reconsume_times() >= max_attempts {
             let _ = ack::to_dlq(inner, caller, &group, &topic, &message_id, &handle).await;
             continue;
+        }
+        if req.auto_renew && inner.ctx.settings.broker.grpc.enable_proxy_auto_renew {
+            let held = Held::new(topic.clone(), handle.clone(), now, view.reconsume_times());
+            inner
+                .renewals
+                .add(&caller.client.id, &group, &message_id, held);
         }
         messages.push(pb::ReceiveMessageResponse {
             content: Some(pb::receive_message_response::Content::Message(

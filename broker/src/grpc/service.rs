@@ -14,6 +14,7 @@ use std::time::Instant;
 use futures::Stream;
 use rmq_common::remoting::RemotingCommand;
 use rmq_grpc::pb;
+use rmq_remoting::Connection;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -22,6 +23,7 @@ use tonic::{Request, Response, Status, Streaming};
 use super::clients::{GrpcClient, GrpcClients};
 use super::convert::SendLimits;
 use super::meta::CallMeta;
+use super::renew::Renewals;
 use super::status::{self, Failure, WithStatus};
 use super::transaction::{self, TransactionTable};
 use super::{ack, receive, route, send, telemetry};
@@ -45,6 +47,10 @@ pub(crate) struct Inner {
     pub endpoint: SocketAddr,
     pub limits: SendLimits,
     pub next_queue: AtomicUsize,
+    /// Receipt handles the broker renews for auto-renew clients.
+    pub renewals: Renewals,
+    /// The connection the broker's own requests (renewals) run on.
+    pub internal: Arc<Connection>,
     pub cancel: CancellationToken,
     pub tracker: TaskTracker,
 }
@@ -116,6 +122,15 @@ impl Inner {
         }
         Arc::clone(&self.handler)
             .run(Arc::clone(&caller.client.conn), cmd, Origin::Grpc)
+            .await
+            .ok_or_else(|| Failure::internal("the broker gave no answer"))
+    }
+
+    /// Runs the broker's own `cmd` (no caller, no ACL check) on its
+    /// internal connection.
+    pub async fn run_internal(&self, cmd: RemotingCommand) -> Result<RemotingCommand, Failure> {
+        Arc::clone(&self.handler)
+            .run(Arc::clone(&self.internal), cmd, Origin::Grpc)
             .await
             .ok_or_else(|| Failure::internal("the broker gave no answer"))
     }

@@ -26,6 +26,35 @@ const DEFAULT_NEXT_MS: [i64; 18] = [
     480_000, 540_000, 600_000, 1_200_000, 1_800_000, 3_600_000, 7_200_000,
 ];
 
+/// The delay before a message of `group` is delivered again after its
+/// `reconsume_times`-th failure, by the group's retry policy (Java's
+/// `RetryPolicy.nextDelayDuration`); a group not made yet has the default
+/// customized policy.
+pub(crate) fn next_delay_ms(group: Option<&SubscriptionGroupConfig>, reconsume_times: i32) -> i64 {
+    let times = reconsume_times.max(0);
+    let Some(policy) = group.map(|g| &g.group_retry_policy) else {
+        return customized_delay(&DEFAULT_NEXT_MS, times);
+    };
+    if policy.kind.eq_ignore_ascii_case("EXPONENTIAL") {
+        let e = policy.exponential_retry_policy.clone().unwrap_or_default();
+        let grown = (e.initial as f64) * (e.multiplier as f64).powi(times.min(32));
+        return (grown as i64).min(e.max);
+    }
+    let c = policy.customized_retry_policy.clone().unwrap_or_default();
+    if c.next.is_empty() {
+        customized_delay(&DEFAULT_NEXT_MS, times)
+    } else {
+        customized_delay(&c.next, times)
+    }
+}
+
+/// `CustomizedRetryPolicy`: the first two delays are skipped (they belong
+/// to the levels a send-back uses for its first retries).
+fn customized_delay(next: &[i64], times: i32) -> i64 {
+    let index = (times as usize).saturating_add(2).min(next.len() - 1);
+    next[index]
+}
+
 /// What the broker answers a producer's settings with.
 pub(crate) fn producer(mut s: pb::Settings, max_body: i32) -> pb::Settings {
     s.backoff_policy = Some(pb::RetryPolicy {
@@ -132,5 +161,37 @@ mod tests {
         assert_eq!(sub.fifo, Some(true));
         assert_eq!(sub.receive_batch_size, Some(32));
         assert_eq!(group_of(&out), Some("G"));
+    }
+
+    #[test]
+    fn retry_delays_as_java_computes_them() {
+        // No group: the default levels from the third on (10 s, 30 s, ...),
+        // the last (2 h) once past the end.
+        assert_eq!(next_delay_ms(None, 0), 10_000);
+        assert_eq!(next_delay_ms(None, -3), 10_000);
+        assert_eq!(next_delay_ms(None, 1), 30_000);
+        assert_eq!(next_delay_ms(None, 15), 7_200_000);
+        assert_eq!(next_delay_ms(None, 99), 7_200_000);
+        let mut g = SubscriptionGroupConfig::default();
+        g.group_retry_policy.kind = "EXPONENTIAL".into();
+        g.group_retry_policy.exponential_retry_policy =
+            Some(rmq_common::remoting::body::ExponentialRetryPolicy {
+                initial: 1_000,
+                max: 60_000,
+                multiplier: 3,
+            });
+        assert_eq!(next_delay_ms(Some(&g), 0), 1_000);
+        assert_eq!(next_delay_ms(Some(&g), 2), 9_000);
+        assert_eq!(next_delay_ms(Some(&g), 10), 60_000);
+        assert_eq!(next_delay_ms(Some(&g), 1_000), 60_000);
+        let mut c = SubscriptionGroupConfig::default();
+        c.group_retry_policy.kind = "CUSTOMIZED".into();
+        c.group_retry_policy.customized_retry_policy =
+            Some(rmq_common::remoting::body::CustomizedRetryPolicy {
+                next: vec![1, 2, 3, 4],
+            });
+        assert_eq!(next_delay_ms(Some(&c), 0), 3);
+        assert_eq!(next_delay_ms(Some(&c), 1), 4);
+        assert_eq!(next_delay_ms(Some(&c), 7), 4);
     }
 }

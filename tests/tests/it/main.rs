@@ -23,6 +23,7 @@ mod grpc_go;
 mod grpc_guard;
 mod grpc_node;
 mod grpc_python;
+mod grpc_renew;
 mod grpc_sdk;
 mod ha_crash;
 mod ha_failover;

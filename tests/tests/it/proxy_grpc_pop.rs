@@ -38,7 +38,7 @@ pub(crate) async fn create_group(broker: &Broker, name: &str, orderly: bool) {
 
 /// Sends `count` messages with `tag` through the proxy (`send` scenario),
 /// in `message_groups` message groups when not 0; the SENT lines.
-async fn send(
+pub(crate) async fn send(
     home: &Path,
     endpoint: &str,
     topic: &str,

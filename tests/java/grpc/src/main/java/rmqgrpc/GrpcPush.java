@@ -5,7 +5,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
 import org.apache.rocketmq.client.apis.consumer.PushConsumer;
@@ -13,7 +13,11 @@ import org.apache.rocketmq.client.apis.consumer.PushConsumer;
 /**
  * The gRPC PushConsumer of {@code --group} on {@code --topic}: prints each
  * message it is given and returns once it has {@code --count} distinct ones;
- * a message given twice fails the run.
+ * a message given twice fails the run. With {@code --hold-ms} the listener
+ * holds each message that long before it succeeds (a slow consumer: longer
+ * than the message's invisible time, the broker must renew it), and with
+ * {@code --linger-ms} the consumer stays that much longer after the last
+ * one, so a message given again late is seen too.
  */
 final class GrpcPush {
     private GrpcPush() {}
@@ -22,28 +26,40 @@ final class GrpcPush {
         String topic = GrpcSuite.required(args, "topic");
         int count = Integer.parseInt(GrpcSuite.required(args, "count"));
         long timeoutMs = Long.parseLong(args.getOrDefault("timeout-ms", "60000"));
-        Map<String, Boolean> seen = new ConcurrentHashMap<>();
-        AtomicReference<String> twice = new AtomicReference<>();
+        long holdMs = Long.parseLong(args.getOrDefault("hold-ms", "0"));
+        long lingerMs = Long.parseLong(args.getOrDefault("linger-ms", "0"));
+        Map<String, AtomicInteger> given = new ConcurrentHashMap<>();
         CountDownLatch all = new CountDownLatch(count);
         try (PushConsumer consumer = ClientServiceProvider.loadService().newPushConsumerBuilder()
             .setClientConfiguration(GrpcConsumers.config(args))
             .setConsumerGroup(GrpcSuite.required(args, "group"))
             .setSubscriptionExpressions(Collections.singletonMap(topic, GrpcConsumers.filter(args)))
             .setMessageListener(m -> {
-                if (seen.putIfAbsent(m.getMessageId().toString(), Boolean.TRUE) == null) {
+                String id = m.getMessageId().toString();
+                boolean first = given.computeIfAbsent(id, k -> new AtomicInteger()).incrementAndGet() == 1;
+                if (holdMs > 0) {
+                    try {
+                        Thread.sleep(holdMs);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return ConsumeResult.FAILURE;
+                    }
+                }
+                if (first) {
                     GrpcConsumers.print(m);
                     all.countDown();
-                } else {
-                    twice.compareAndSet(null, m.getMessageId().toString());
                 }
                 return ConsumeResult.SUCCESS;
             })
             .build()) {
             if (!all.await(timeoutMs, TimeUnit.MILLISECONDS)) {
-                throw new GrpcSuite.CheckFailed("received " + seen.size() + " of " + count);
+                throw new GrpcSuite.CheckFailed("received " + given.size() + " of " + count);
             }
-            if (twice.get() != null) {
-                throw new GrpcSuite.CheckFailed("given twice: " + twice.get());
+            Thread.sleep(lingerMs);
+            for (Map.Entry<String, AtomicInteger> e : given.entrySet()) {
+                if (e.getValue().get() > 1) {
+                    throw new GrpcSuite.CheckFailed("given " + e.getValue().get() + " times: " + e.getKey());
+                }
             }
         }
     }
