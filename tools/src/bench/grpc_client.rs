@@ -98,9 +98,19 @@ pub enum GrpcError {
 }
 
 impl GrpcError {
-    /// Whether the broker may have refused the connection (its caps).
-    pub fn is_connect(&self) -> bool {
-        matches!(self, Self::Connect { .. })
+    /// Whether the connection failed (refused, reset or closed) rather
+    /// than a call being answered: what a broker over its connection caps
+    /// does (it closes the connections it does not admit, which the client
+    /// may see only at its first call).
+    pub fn is_connection_failure(&self) -> bool {
+        match self {
+            Self::Connect { .. } => true,
+            Self::Call { source, .. } => matches!(
+                source.code(),
+                tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled
+            ),
+            _ => false,
+        }
     }
 }
 
@@ -387,4 +397,43 @@ pub async fn open_session(
     let (telemetry, _) = open_telemetry(&mut client, settings).await?;
     heartbeat(&mut client, group, kind).await?;
     Ok(Session { client, telemetry })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closed_connections_are_told_from_answers() {
+        let call = |code| GrpcError::Call {
+            rpc: "telemetry",
+            source: Status::new(code, "x"),
+        };
+        assert!(call(tonic::Code::Unavailable).is_connection_failure());
+        assert!(call(tonic::Code::Cancelled).is_connection_failure());
+        assert!(!call(tonic::Code::InvalidArgument).is_connection_failure());
+        let refused = GrpcError::Refused {
+            rpc: "heartbeat",
+            code: "FORBIDDEN".into(),
+            message: String::new(),
+        };
+        assert!(!refused.is_connection_failure());
+    }
+
+    #[test]
+    fn statuses_other_than_ok_are_errors_named_by_code() {
+        let ok = pb::Status {
+            code: pb::Code::Ok as i32,
+            message: "OK".into(),
+        };
+        assert!(check("heartbeat", Some(&ok)).is_ok());
+        assert!(check("heartbeat", None).is_err());
+        let busy = pb::Status {
+            code: pb::Code::TooManyRequests as i32,
+            message: "busy".into(),
+        };
+        let e = check("send_message", Some(&busy)).unwrap_err().to_string();
+        assert_eq!(e, "send_message answered TOO_MANY_REQUESTS: busy");
+        assert_eq!(code_name(123_456), "123456");
+    }
 }

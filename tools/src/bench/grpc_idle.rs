@@ -160,7 +160,7 @@ pub async fn run(spec: &IdleSpec) -> anyhow::Result<IdleReport> {
             Ok(s) => held.push(s),
             Err(e) => {
                 failed += 1;
-                refused |= e.is_connect();
+                refused |= e.is_connection_failure();
                 first_error.get_or_insert_with(|| e.to_string());
             }
         }
@@ -181,8 +181,9 @@ pub async fn run(spec: &IdleSpec) -> anyhow::Result<IdleReport> {
     if refused {
         let cap = spec.clients + spec.probe_rounds + 100;
         eprintln!(
-            "some connections were refused or reset: raise the broker's caps, e.g. \
-             --set maxConnections={cap} --set maxConnectionsPerAddress={cap}"
+            "connections were closed or refused: if the broker is over its caps \
+             (maxConnections, default 10000; maxConnectionsPerAddress, default 1000), \
+             start it with --set maxConnections={cap} --set maxConnectionsPerAddress={cap}"
         );
     }
 
