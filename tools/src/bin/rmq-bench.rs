@@ -1,9 +1,17 @@
 //! `rmq-bench`: load over the real protocol with the broker's own client.
 //!
-//! * `rmq-bench produce --broker ADDR [--metrics ADDR]`: producers and
-//!   consumers against a running broker; a progress line each second and a
-//!   final report (send rate and latency, end-to-end latency, consumer
-//!   catch-up, dispatch lag from `/metrics`).
+//! * `rmq-bench produce --broker ADDR [--metrics ADDR] [--pid PID]`:
+//!   producers and consumers against a running broker; a progress line each
+//!   second and a final report (send rate and latency, end-to-end latency,
+//!   consumer catch-up, dispatch lag from `/metrics`, the broker's CPU per
+//!   message from `/proc/PID/stat`). `--protocol grpc --grpc ADDR` runs the
+//!   same load over the 5.x gRPC API as the stock SDKs speak it (a
+//!   connection, client id and Telemetry settings per client; SendMessage;
+//!   simple consumers of `BenchGroup` doing ReceiveMessage + AckMessage);
+//!   topics and offsets are still set up over remoting at `--broker`.
+//! * `rmq-bench grpc-idle --grpc ADDR --pid PID --clients N`: N idle gRPC
+//!   clients (connection, settings, one Heartbeat) held open: the broker's
+//!   RSS and CPU per client, then how long each step of a new client takes.
 //! * `rmq-bench ab`: the same load against a fresh broker per backend (and
 //!   flush mode and queue count) in turn, side by side with ratios;
 //!   `--plot FILE.svg` draws throughput and p99 against queue count.
