@@ -38,8 +38,11 @@ pub struct Shared {
 pub struct ConsumerResult {
     /// Store time to receipt, µs (store time has millisecond precision).
     pub e2e: Latencies,
-    /// Messages received.
+    /// Messages received (each once).
     pub received: u64,
+    /// Receipts of a message already received (POP redelivery; 0 for
+    /// pulls, which never repeat).
+    pub duplicates: u64,
     /// Pulls that failed.
     pub errors: u64,
     /// The first error, for the report.

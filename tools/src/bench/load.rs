@@ -1,6 +1,7 @@
 //! Runs a [`LoadSpec`] against a broker: topics, producers, consumers, a
-//! progress line each second, dispatch figures from `/metrics`, and the
-//! final [`LoadReport`].
+//! progress line each second, dispatch figures from `/metrics`, the
+//! broker's CPU from /proc, and the final [`LoadReport`]. The clients speak
+//! remoting or gRPC ([`Wire`]); the orchestration is the same.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,9 +13,11 @@ use parking_lot::Mutex;
 use rmq_common::remoting::RequestCode;
 use tokio::time::Instant;
 
+use super::grpc_consumer::{self, Seen};
 use super::latency::{Latencies, LatencySummary};
 use super::scrape::{scrape, DispatchProbe, DispatchReport};
 use super::spec::LoadSpec;
+use super::wire::{Protocol, Wire};
 use super::{consumer, producer};
 use rmq_client as sdk;
 
@@ -34,11 +37,43 @@ pub struct Tick {
     pub dispatch_lag_s: Option<f64>,
 }
 
+/// How a load is run besides its [`LoadSpec`].
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// The protocol of the producers and consumers.
+    pub wire: Wire,
+    /// The broker's process id, to charge it the CPU of the run.
+    pub pid: Option<u32>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self {
+            wire: Wire::Remoting,
+            pid: None,
+        }
+    }
+}
+
+/// The broker's CPU over the measured run (from the first send to the
+/// consumers' catch-up), from /proc/PID/stat.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct BrokerCpu {
+    /// The process.
+    pub pid: u32,
+    /// utime + stime over the run, seconds.
+    pub seconds: f64,
+    /// That per message sent and received, µs.
+    pub us_per_message: f64,
+}
+
 /// Everything one run measured.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct LoadReport {
     /// The load.
     pub spec: LoadSpec,
+    /// What the clients spoke.
+    pub protocol: Protocol,
     /// Queues in all.
     pub total_queues: usize,
     /// Messages acknowledged with SUCCESS.
@@ -52,8 +87,10 @@ pub struct LoadReport {
     /// Per request (one batch), from its start (or scheduled start in open
     /// loop) to its answer.
     pub send_latency: LatencySummary,
-    /// Messages the consumers received.
+    /// Messages the consumers received (each once).
     pub received: u64,
+    /// Receipts of messages already received (POP redelivery).
+    pub received_again: u64,
     /// Pulls that failed.
     pub consume_errors: u64,
     /// Received messages per second, from the first send to the last
@@ -70,18 +107,38 @@ pub struct LoadReport {
     pub first_error: Option<String>,
     /// What the broker's `/metrics` said (`None` without an endpoint).
     pub dispatch: Option<DispatchReport>,
+    /// The broker's CPU over the run (`None` without `--pid`).
+    pub broker_cpu: Option<BrokerCpu>,
     /// One sample a second.
     pub timeline: Vec<Tick>,
 }
 
-/// Runs `spec` against the broker at `addr`; reads dispatch figures from
-/// `metrics` when given.
+/// Runs `spec` against the broker at `addr` over remoting; reads dispatch
+/// figures from `metrics` when given.
 pub async fn run(
     addr: SocketAddr,
     metrics: Option<SocketAddr>,
     spec: &LoadSpec,
 ) -> anyhow::Result<LoadReport> {
+    run_with(addr, metrics, spec, &LoadOptions::default()).await
+}
+
+/// Runs `spec` against the broker at `addr` (topics, warm-up and offsets
+/// over remoting there), its clients speaking `opts.wire`.
+pub async fn run_with(
+    addr: SocketAddr,
+    metrics: Option<SocketAddr>,
+    spec: &LoadSpec,
+    opts: &LoadOptions,
+) -> anyhow::Result<LoadReport> {
     spec.validate().map_err(anyhow::Error::msg)?;
+    let cpu = super::proc_stats::cpu_seconds;
+    if let Some(pid) = opts.pid {
+        anyhow::ensure!(
+            cpu(pid).is_some(),
+            "--pid {pid}: cannot read /proc/{pid}/stat (no such process?)"
+        );
+    }
     for topic in spec.topic_names() {
         crate::admin::topic_create(&rmq_client::Connector::new(), addr, &topic, spec.queues, 6)
             .await?;
@@ -120,11 +177,18 @@ pub async fn run(
             started.elapsed()
         );
     }
+    if let (Wire::Grpc(_), true) = (&opts.wire, spec.consumers > 0) {
+        // The gRPC consumers' group starts where the queues end now, as
+        // the remoting consumers do (a POP group without an offset would
+        // start at a queue's last message).
+        commit_starts(addr, grpc_consumer::GROUP, &targets, &starts).await?;
+    }
     let probe = Arc::new(Mutex::new(DispatchProbe::default()));
     if let Some(m) = metrics {
         let first = scrape(m).await?;
         probe.lock().observe(&first);
     }
+    let cpu_start = opts.pid.and_then(cpu);
     let started = Instant::now();
     let psh = Arc::new(producer::Shared {
         spec: spec.clone(),
@@ -147,24 +211,39 @@ pub async fn run(
         Arc::clone(&timeline),
     ));
     let mut consumers = Vec::new();
+    let seen = Arc::new(Seen::default());
     for c in 0..spec.consumers {
-        let mine: Vec<_> = targets
-            .iter()
-            .zip(&starts)
-            .enumerate()
-            .filter(|(i, _)| i % spec.consumers == c)
-            .map(|(_, ((t, q), start))| (t.clone(), *q, *start))
-            .collect();
-        consumers.push(tokio::spawn(consumer::run(
-            addr,
-            Arc::clone(&csh),
-            mine,
-            spec.pull_batch,
-        )));
+        let task = match &opts.wire {
+            Wire::Remoting => {
+                let mine: Vec<_> = targets
+                    .iter()
+                    .zip(&starts)
+                    .enumerate()
+                    .filter(|(i, _)| i % spec.consumers == c)
+                    .map(|(_, ((t, q), start))| (t.clone(), *q, *start))
+                    .collect();
+                tokio::spawn(consumer::run(addr, Arc::clone(&csh), mine, spec.pull_batch))
+            }
+            // Simple consumers of one group share every queue.
+            Wire::Grpc(target) => tokio::spawn(grpc_consumer::run(
+                target.clone(),
+                c,
+                spec.topic_names(),
+                Arc::clone(&csh),
+                Arc::clone(&seen),
+                spec.pull_batch,
+            )),
+        };
+        consumers.push(task);
     }
     let mut producers = Vec::new();
     for p in 0..spec.producers {
-        producers.push(tokio::spawn(producer::run(addr, Arc::clone(&psh), p)));
+        producers.push(tokio::spawn(producer::run(
+            addr,
+            opts.wire.clone(),
+            Arc::clone(&psh),
+            p,
+        )));
     }
     let mut send_latency = Latencies::new();
     let (mut sent, mut send_errors, mut first_error) = (0, 0, None);
@@ -190,10 +269,13 @@ pub async fn run(
         }
     };
     let consume_end = Instant::now();
+    let cpu_end = opts.pid.and_then(cpu);
+    let mut received_again = 0;
     for c in joined {
         let r = c?;
         e2e.merge(&r.e2e);
         received += r.received;
+        received_again += r.duplicates;
         consume_errors += r.errors;
         first_error = first_error.or(r.first_error);
     }
@@ -204,8 +286,17 @@ pub async fn run(
         probe.lock().observe(&last);
     }
     let consumed = spec.consumers > 0;
+    let broker_cpu = match (opts.pid, cpu_start, cpu_end) {
+        (Some(pid), Some(a), Some(b)) => Some(BrokerCpu {
+            pid,
+            seconds: b - a,
+            us_per_message: (b - a) * 1e6 / (sent + received).max(1) as f64,
+        }),
+        _ => None,
+    };
     let report = LoadReport {
         spec: spec.clone(),
+        protocol: opts.wire.protocol(),
         total_queues: targets.len(),
         sent,
         send_errors,
@@ -213,6 +304,7 @@ pub async fn run(
         send_rate: sent as f64 / send_seconds,
         send_latency: send_latency.summary(),
         received,
+        received_again,
         consume_errors,
         consume_rate: if consumed {
             received as f64 / (consume_end - started).as_secs_f64()
@@ -224,6 +316,7 @@ pub async fn run(
         caught_up: consumed && received >= sent,
         first_error,
         dispatch: metrics.map(|_| probe.lock().report()),
+        broker_cpu,
         timeline: std::mem::take(&mut *timeline.lock()),
     };
     Ok(report)
@@ -258,6 +351,30 @@ async fn warm_up(addr: SocketAddr, targets: &[(String, i32)]) -> anyhow::Result<
         after.push(r.queue_offset + 1);
     }
     Ok(after)
+}
+
+/// Stores `starts` as `group`'s consume offsets of `targets`.
+async fn commit_starts(
+    addr: SocketAddr,
+    group: &str,
+    targets: &[(String, i32)],
+    starts: &[i64],
+) -> anyhow::Result<()> {
+    let c = sdk::connect(addr).await?;
+    let c = &c;
+    let done = futures::stream::iter(
+        targets
+            .iter()
+            .zip(starts)
+            .map(|((t, q), s)| async move { sdk::commit_offset(c, group, t, *q, *s).await }),
+    )
+    .buffered(SETUP_WINDOW)
+    .collect::<Vec<_>>()
+    .await;
+    for r in done {
+        r.map_err(|e| anyhow::anyhow!("setting {group}'s start offsets: {e}"))?;
+    }
+    Ok(())
 }
 
 /// Each target's max offset now, in target order.

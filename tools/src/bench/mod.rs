@@ -5,6 +5,11 @@
 pub mod ab;
 pub mod broker_proc;
 pub mod consumer;
+pub mod grpc_client;
+pub mod grpc_consumer;
+pub mod grpc_idle;
+pub mod grpc_ids;
+pub mod grpc_producer;
 pub mod ha;
 pub mod latency;
 pub mod live;
@@ -14,6 +19,7 @@ pub mod plot;
 pub mod pop;
 pub mod pop_consumer;
 pub mod pop_report;
+pub mod proc_stats;
 pub mod producer;
 pub mod report;
 pub mod reput;
@@ -22,8 +28,9 @@ pub mod scrape;
 pub mod spec;
 pub mod store;
 pub mod timer;
+pub mod wire;
 
-pub use load::{LoadReport, Tick};
+pub use load::{LoadOptions, LoadReport, Tick};
 pub use spec::{LoadSpec, SendMode};
 
 /// Connects a load client to `addr`; a failure is counted in `errors` and

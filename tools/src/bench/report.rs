@@ -12,8 +12,8 @@ fn ms(us: u64) -> f64 {
 pub fn print(r: &LoadReport) {
     let s = &r.spec;
     println!(
-        "{} producers ({:?}, batch {}), {} consumers, {} topics x {} queues, {} B bodies",
-        s.producers, s.mode, s.batch, s.consumers, s.topics, s.queues, s.size
+        "{:?}: {} producers ({:?}, batch {}), {} consumers, {} topics x {} queues, {} B bodies",
+        r.protocol, s.producers, s.mode, s.batch, s.consumers, s.topics, s.queues, s.size
     );
     println!(
         "sent      {:>10} msgs in {:.2} s = {:.0} msgs/s ({:.1} MiB/s), {} errors",
@@ -40,6 +40,12 @@ pub fn print(r: &LoadReport) {
             r.catch_up_seconds.unwrap_or(0.0),
             r.consume_errors
         );
+        if r.received_again > 0 {
+            println!(
+                "received  {} messages again (POP redelivery, not counted above)",
+                r.received_again
+            );
+        }
         let e = &r.e2e_latency;
         println!(
             "e2e       p50 {:.0} ms  p99 {:.0} ms  p99.9 {:.0} ms  max {:.0} ms (store time to receipt)",
@@ -79,6 +85,12 @@ pub fn print(r: &LoadReport) {
     }
     if let Some(e) = &r.first_error {
         println!("first error: {e}");
+    }
+    if let Some(c) = &r.broker_cpu {
+        println!(
+            "broker CPU (pid {}): {:.2} s over the run = {:.1} µs per message (sent + received)",
+            c.pid, c.seconds, c.us_per_message
+        );
     }
 }
 

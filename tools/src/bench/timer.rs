@@ -443,15 +443,7 @@ fn dir_bytes(p: &Path) -> u64 {
 
 /// VmRSS of `pid`, KiB (0 when unreadable).
 fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
+    super::proc_stats::rss_kib(pid).unwrap_or(0)
 }
 
 fn print(r: &TimerReport) {

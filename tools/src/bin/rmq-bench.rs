@@ -1,9 +1,17 @@
 //! `rmq-bench`: load over the real protocol with the broker's own client.
 //!
-//! * `rmq-bench produce --broker ADDR [--metrics ADDR]`: producers and
-//!   consumers against a running broker; a progress line each second and a
-//!   final report (send rate and latency, end-to-end latency, consumer
-//!   catch-up, dispatch lag from `/metrics`).
+//! * `rmq-bench produce --broker ADDR [--metrics ADDR] [--pid PID]`:
+//!   producers and consumers against a running broker; a progress line each
+//!   second and a final report (send rate and latency, end-to-end latency,
+//!   consumer catch-up, dispatch lag from `/metrics`, the broker's CPU per
+//!   message from `/proc/PID/stat`). `--protocol grpc --grpc ADDR` runs the
+//!   same load over the 5.x gRPC API as the stock SDKs speak it (a
+//!   connection, client id and Telemetry settings per client; SendMessage;
+//!   simple consumers of `BenchGroup` doing ReceiveMessage + AckMessage);
+//!   topics and offsets are still set up over remoting at `--broker`.
+//! * `rmq-bench grpc-idle --grpc ADDR --pid PID --clients N`: N idle gRPC
+//!   clients (connection, settings, one Heartbeat) held open: the broker's
+//!   RSS and CPU per client, then how long each step of a new client takes.
 //! * `rmq-bench ab`: the same load against a fresh broker per backend (and
 //!   flush mode and queue count) in turn, side by side with ratios;
 //!   `--plot FILE.svg` draws throughput and p99 against queue count.
@@ -30,8 +38,10 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use rmq_common::config::CqBackend;
 use rmq_common::FlushDiskType;
+use rmq_tools::bench::wire::{Protocol, Wire};
 use rmq_tools::bench::{
-    ab, ha, live, load, meta, pop, report, reput, routes, store, timer, LoadSpec,
+    ab, grpc_idle, ha, live, load, meta, pop, report, reput, routes, store, timer, LoadOptions,
+    LoadSpec,
 };
 
 #[derive(Debug, Parser)]
@@ -45,12 +55,22 @@ struct Cli {
 enum Cmd {
     /// Load a running broker.
     Produce {
-        /// Broker address.
+        /// Broker address (remoting: topics, warm-up and offsets are set up
+        /// here whatever the protocol).
         #[arg(long, default_value = "127.0.0.1:10911")]
         broker: SocketAddr,
         /// The broker's metrics endpoint, for dispatch lag.
         #[arg(long)]
         metrics: Option<SocketAddr>,
+        /// What the producers and consumers speak.
+        #[arg(long, value_enum, default_value_t = Protocol::Remoting)]
+        protocol: Protocol,
+        /// The broker's gRPC address (grpcServerPort), for --protocol grpc.
+        #[arg(long)]
+        grpc: Option<SocketAddr>,
+        /// The broker's process id: its CPU over the run, per message.
+        #[arg(long)]
+        pid: Option<u32>,
         #[command(flatten)]
         load: LoadSpec,
         /// Also write the report as JSON here.
@@ -181,6 +201,15 @@ enum Cmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Idle 5.x gRPC clients against a running broker: its RSS and CPU per
+    /// client, and how fast a new client is served meanwhile.
+    GrpcIdle {
+        #[command(flatten)]
+        spec: grpc_idle::IdleSpec,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Rebuild consume queues from one CommitLog: serial vs concurrent reput.
     Reput {
         /// Records in the log.
@@ -265,10 +294,17 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
         Cmd::Produce {
             broker,
             metrics,
+            protocol,
+            grpc,
+            pid,
             load: spec,
             json,
         } => {
-            let r = load::run(broker, metrics, &spec).await?;
+            let opts = LoadOptions {
+                wire: Wire::new(protocol, grpc).map_err(anyhow::Error::msg)?,
+                pid,
+            };
+            let r = load::run_with(broker, metrics, &spec, &opts).await?;
             report::print(&r);
             report::write_json_to(json.as_deref(), &r)?;
         }
@@ -334,6 +370,11 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
         }
         Cmd::Timer { spec, json } => {
             let r = timer::run(&spec).await?;
+            report::write_json_to(json.as_deref(), &r)?;
+        }
+        Cmd::GrpcIdle { spec, json } => {
+            let r = grpc_idle::run(&spec).await?;
+            grpc_idle::print(&r);
             report::write_json_to(json.as_deref(), &r)?;
         }
         _ => anyhow::bail!("not a network command"),
