@@ -8,6 +8,9 @@
 //! build does not compile RocksDB: `FUZZ_BROKER_BIN` names the binary
 //! (`scripts/fuzz.sh` builds it and sets it).
 
+// Each target uses the address of its own protocol only.
+#![allow(dead_code)]
+
 use std::io::Read;
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
