@@ -23,8 +23,6 @@
 
 #![no_main]
 
-// Its remoting address is not used here.
-#[allow(dead_code)]
 #[path = "../broker_child.rs"]
 mod broker_child;
 mod meta;
