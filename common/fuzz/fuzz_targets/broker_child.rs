@@ -11,11 +11,15 @@
 // Each target uses the address of its own protocol only.
 #![allow(dead_code)]
 
-use std::io::Read;
-use std::net::SocketAddr;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use rmq_common::remoting::{RemotingCommand, RequestCode, MAX_FRAME_BYTES};
 
 /// Resident memory the broker may reach (it starts near 60 MiB).
 pub const MAX_RSS_BYTES: u64 = 1 << 30;
@@ -167,6 +171,61 @@ impl BrokerChild {
             "{segments} CommitLog segments after {inputs} inputs"
         );
     }
+}
+
+/// A remoting connection whose reads time out after `timeout`.
+pub fn connect(addr: SocketAddr, timeout: Duration) -> TcpStream {
+    let conn = TcpStream::connect_timeout(&addr, timeout).expect("connect to the broker");
+    conn.set_read_timeout(Some(timeout)).expect("timeout");
+    conn.set_nodelay(true).expect("nodelay");
+    conn
+}
+
+/// Sends `req` and reads frames until its answer; panics if none comes.
+pub fn round_trip(conn: &mut TcpStream, req: &RemotingCommand, what: &str) -> RemotingCommand {
+    let mut buf = BytesMut::new();
+    req.encode(&mut buf).expect("encodable request");
+    conn.write_all(&buf)
+        .unwrap_or_else(|e| panic!("{what}: write failed (broker closed?): {e}"));
+    loop {
+        let mut prefix = [0u8; 4];
+        conn.read_exact(&mut prefix)
+            .unwrap_or_else(|e| panic!("{what}: no answer: {e}"));
+        let len = u32::from_be_bytes(prefix) as usize;
+        assert!(len <= MAX_FRAME_BYTES, "{what}: answer of {len} bytes");
+        let mut frame = BytesMut::with_capacity(4 + len);
+        frame.extend_from_slice(&prefix);
+        frame.resize(4 + len, 0);
+        conn.read_exact(&mut frame[4..])
+            .unwrap_or_else(|e| panic!("{what}: answer cut short: {e}"));
+        let answer = RemotingCommand::decode(&mut frame, MAX_FRAME_BYTES)
+            .unwrap_or_else(|e| panic!("{what}: undecodable answer: {e}"))
+            .expect("a whole frame");
+        if answer.is_response() && answer.opaque == req.opaque {
+            return answer;
+        }
+    }
+}
+
+/// Creates `topic` (4 queues, read and write) with `attributes` (such as
+/// `+message.type=FIFO`) over remoting; panics if the broker refuses.
+pub fn create_topic(addr: SocketAddr, topic: &str, attributes: &str) {
+    let mut conn = connect(addr, Duration::from_secs(5));
+    let mut req = RemotingCommand::request(RequestCode::UpdateAndCreateTopic);
+    req.opaque = 1;
+    for (k, v) in [
+        ("topic", topic),
+        ("readQueueNums", "4"),
+        ("writeQueueNums", "4"),
+        ("perm", "6"),
+    ] {
+        req.put_ext(k, v);
+    }
+    if !attributes.is_empty() {
+        req.put_ext("attributes", attributes);
+    }
+    let answer = round_trip(&mut conn, &req, "create a topic");
+    assert_eq!(answer.code, 0, "cannot create {topic}: {:?}", answer.remark);
 }
 
 fn rss_bytes(pid: u32) -> u64 {

@@ -16,15 +16,13 @@
 
 #![no_main]
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use libfuzzer_sys::arbitrary::{Result as ArbResult, Unstructured};
 use rmq_common::fuzz_harness::{HOSTILE_FIELDS as FIELDS, HOSTILE_VALUES as VALUES};
-use rmq_common::remoting::{RemotingCommand, RequestCode, MAX_FRAME_BYTES};
+use rmq_common::remoting::{RemotingCommand, RequestCode};
 
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 const NORMAL_TIMEOUT: Duration = Duration::from_secs(1);
@@ -32,6 +30,8 @@ const CHECK_EVERY: u64 = 500;
 
 #[path = "broker_child.rs"]
 mod broker_child;
+
+use broker_child::{connect, round_trip};
 
 struct Target {
     broker: broker_child::BrokerChild,
@@ -50,39 +50,6 @@ fn start() -> Target {
         conn,
         opaque: 0,
         inputs: 0,
-    }
-}
-
-fn connect(addr: SocketAddr, timeout: Duration) -> TcpStream {
-    let conn = TcpStream::connect_timeout(&addr, timeout).expect("connect to the broker");
-    conn.set_read_timeout(Some(timeout)).expect("timeout");
-    conn.set_nodelay(true).expect("nodelay");
-    conn
-}
-
-/// Sends `req` and reads frames until its answer; panics if none comes.
-fn round_trip(conn: &mut TcpStream, req: &RemotingCommand, what: &str) -> RemotingCommand {
-    let mut buf = BytesMut::new();
-    req.encode(&mut buf).expect("encodable request");
-    conn.write_all(&buf)
-        .unwrap_or_else(|e| panic!("{what}: write failed (broker closed?): {e}"));
-    loop {
-        let mut prefix = [0u8; 4];
-        conn.read_exact(&mut prefix)
-            .unwrap_or_else(|e| panic!("{what}: no answer: {e}"));
-        let len = u32::from_be_bytes(prefix) as usize;
-        assert!(len <= MAX_FRAME_BYTES, "{what}: answer of {len} bytes");
-        let mut frame = BytesMut::with_capacity(4 + len);
-        frame.extend_from_slice(&prefix);
-        frame.resize(4 + len, 0);
-        conn.read_exact(&mut frame[4..])
-            .unwrap_or_else(|e| panic!("{what}: answer cut short: {e}"));
-        let answer = RemotingCommand::decode(&mut frame, MAX_FRAME_BYTES)
-            .unwrap_or_else(|e| panic!("{what}: undecodable answer: {e}"))
-            .expect("a whole frame");
-        if answer.is_response() && answer.opaque == req.opaque {
-            return answer;
-        }
     }
 }
 

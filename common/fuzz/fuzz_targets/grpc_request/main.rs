@@ -49,6 +49,14 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 const RECEIVE_TIMEOUT: Duration = Duration::from_secs(25);
 const NORMAL_TIMEOUT: Duration = Duration::from_secs(1);
 const CHECK_EVERY: u64 = 500;
+/// Topics made at start, one per message type (gRPC sends create none),
+/// so sends are stored and receives, acks and transactions find messages.
+const TOPICS: [(&str, &str); 4] = [
+    ("TopicA", ""),
+    ("fz-fifo", "+message.type=FIFO"),
+    ("fz-delay", "+message.type=DELAY"),
+    ("fz-tx", "+message.type=TRANSACTION"),
+];
 
 struct Target {
     broker: broker_child::BrokerChild,
@@ -68,6 +76,9 @@ fn endpoint(addr: std::net::SocketAddr) -> Endpoint {
 
 fn start() -> Target {
     let broker = broker_child::start("grpc");
+    for (topic, attributes) in TOPICS {
+        broker_child::create_topic(broker.remoting, topic, attributes);
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

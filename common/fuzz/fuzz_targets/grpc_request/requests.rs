@@ -16,6 +16,8 @@ const NAMES: &[&str] = &[
     "TopicA",
     "TopicA",
     "fz-fifo",
+    "fz-delay",
+    "fz-tx",
     "g1",
     "g1",
     "GID_fz",
