@@ -121,7 +121,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     t.broker.alive();
     round_trip(&mut t.conn, &req, &what);
     t.inputs += 1;
-    if t.inputs % CHECK_EVERY == 0 {
+    if t.inputs.is_multiple_of(CHECK_EVERY) {
         check(t);
     }
 });

@@ -227,7 +227,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     }
     remember(&mut t.seen, method, got);
     t.inputs += 1;
-    if t.inputs % CHECK_EVERY == 0 {
+    if t.inputs.is_multiple_of(CHECK_EVERY) {
         check(t);
     }
 });
