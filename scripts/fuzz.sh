@@ -10,9 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET="${1:-60}"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-TARGETS="frame header_json header_binary record batch properties json_body sql92 acl hostile_client"
-# hostile_client drives a real broker process (see its file): the release
-# binary the test command builds.
+# FUZZ_TARGETS="grpc_request" scripts/fuzz.sh 300: only the targets named.
+TARGETS="${FUZZ_TARGETS:-frame header_json header_binary record batch properties json_body sql92 acl hostile_client grpc_request}"
+# hostile_client and grpc_request drive a real broker process (see
+# fuzz_targets/broker_child.rs): the release binary the test command builds.
 if [ -z "${FUZZ_BROKER_BIN:-}" ]; then
     cargo build --release -q -p rmq-broker --bin rmq-broker
     export FUZZ_BROKER_BIN="$PWD/target/release/rmq-broker"

@@ -25,6 +25,9 @@
 //!
 //! - [`pb`]: every generated message and enum, plus the
 //!   `messaging_service_server` and `messaging_service_client` modules.
+//! - [`fuzz_harness`]: the `grpc_request` fuzz target's input layout and
+//!   its in-process half (prost round trips), shared with the corpus
+//!   replay test.
 //! - Re-exports at the root: the service trait, server, client and
 //!   [`SERVICE_NAME`], and the `tonic`, `prost` and `prost_types` crates
 //!   (so users build against the same versions).
@@ -41,6 +44,8 @@
 pub mod pb {
     tonic::include_proto!("apache.rocketmq.v2");
 }
+
+pub mod fuzz_harness;
 
 pub use pb::messaging_service_client::MessagingServiceClient;
 pub use pb::messaging_service_server::{MessagingService, MessagingServiceServer, SERVICE_NAME};
