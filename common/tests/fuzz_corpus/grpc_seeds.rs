@@ -44,7 +44,7 @@ fn message(tag: &str, group: Option<&str>, body: &[u8]) -> pb::Message {
             born_host: "127.0.0.1".into(),
             ..Default::default()
         }),
-        body: body.to_vec(),
+        body: body.to_vec().into(),
     }
 }
 

@@ -300,7 +300,7 @@ async fn probe(
             message_type: pb::MessageType::Normal as i32,
             ..Default::default()
         }),
-        body: b"probe".to_vec(),
+        body: b"probe".to_vec().into(),
     };
     let sent = gc::unary(
         "send_message",

@@ -123,7 +123,7 @@ fn message(
             born_host: "rmq-bench".into(),
             ..Default::default()
         }),
-        body: body.to_vec(),
+        body: body.to_vec().into(),
     }
 }
 

@@ -373,7 +373,7 @@ fn message(u: &mut Unstructured<'_>, big: bool) -> Result<pb::Message> {
         } else {
             Some(system_properties(u)?)
         },
-        body: body(u, big)?,
+        body: body(u, big)?.into(),
     })
 }
 
