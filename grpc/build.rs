@@ -25,6 +25,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         // A message body is a `Bytes`: decoding slices it out of the
         // request's buffer and the broker hands it on without a copy.
         .bytes(".apache.rocketmq.v2.Message.body")
+        // Smaller per-call buffers than tonic's 8 KiB (src/codec.rs).
+        .codec_path("crate::codec::SmallBufferCodec")
         .compile_fds(descriptors)?;
     Ok(())
 }

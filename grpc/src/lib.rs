@@ -25,6 +25,8 @@
 //!
 //! - [`pb`]: every generated message and enum, plus the
 //!   `messaging_service_server` and `messaging_service_client` modules.
+//! - [`codec`]: the codec the generated code uses (prost's, with 1 KiB
+//!   starting buffers per call).
 //! - [`fuzz_harness`]: the `grpc_request` fuzz target's input layout and
 //!   its in-process half (prost round trips), shared with the corpus
 //!   replay test.
@@ -45,6 +47,7 @@ pub mod pb {
     tonic::include_proto!("apache.rocketmq.v2");
 }
 
+pub mod codec;
 pub mod fuzz_harness;
 
 pub use pb::messaging_service_client::MessagingServiceClient;

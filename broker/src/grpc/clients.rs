@@ -21,8 +21,13 @@ use crate::processor::BrokerHandler;
 /// A client with no call and no telemetry stream for this long is dropped.
 pub(crate) const IDLE_MS: i64 = 120_000;
 
+/// One item of a telemetry stream. Boxed: a channel allocates its slots
+/// 32 at a time up front, and an idle client's stream would otherwise hold
+/// 32 whole commands (20 KB).
+pub(crate) type TelemetryItem = Box<Result<pb::TelemetryCommand, tonic::Status>>;
+
 /// Where telemetry commands to one client go.
-pub(crate) type TelemetrySink = mpsc::Sender<Result<pb::TelemetryCommand, tonic::Status>>;
+pub(crate) type TelemetrySink = mpsc::Sender<TelemetryItem>;
 
 /// A broker request relayed to a client, waiting for its answer.
 #[derive(Debug, Clone, Copy)]
@@ -72,7 +77,7 @@ impl GrpcClient {
     /// or the stream is full.
     pub fn tell(&self, cmd: pb::TelemetryCommand) -> bool {
         let sink = self.sink.lock().clone();
-        sink.is_some_and(|s| s.try_send(Ok(cmd)).is_ok())
+        sink.is_some_and(|s| s.try_send(Box::new(Ok(cmd))).is_ok())
     }
 
     pub fn relay(&self, nonce: String, r: Relayed) {

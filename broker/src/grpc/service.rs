@@ -388,7 +388,7 @@ impl rmq_grpc::MessagingService for GrpcService {
             tx,
         ));
         let stream = futures::stream::unfold(rx, |mut rx| async move {
-            rx.recv().await.map(|item| (item, rx))
+            rx.recv().await.map(|item| (*item, rx))
         });
         Ok(Response::new(Box::pin(stream)))
     }

@@ -172,9 +172,9 @@ pub(crate) async fn serve(
             Some(pb::telemetry_command::Command::Settings(s)) => {
                 if s.pub_sub.is_none() {
                     let _ = sink
-                        .send(Err(tonic::Status::invalid_argument(
+                        .send(Box::new(Err(tonic::Status::invalid_argument(
                             "there is no publishing or subscription data in settings",
-                        )))
+                        ))))
                         .await;
                     break;
                 }
@@ -193,7 +193,7 @@ pub(crate) async fn serve(
                         command: None,
                     },
                 };
-                if sink.send(Ok(answer)).await.is_err() {
+                if sink.send(Box::new(Ok(answer))).await.is_err() {
                     break;
                 }
             }
