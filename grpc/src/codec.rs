@@ -12,7 +12,7 @@ use tonic::codec::{BufferSettings, Codec};
 use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
 
 /// Starting size of a call's encode and decode buffers.
-pub const BUFFER_BYTES: usize = 1024;
+pub const BUFFER_BYTES: usize = 256;
 /// Encoded bytes a streaming response gathers before it yields (tonic's
 /// default).
 const YIELD_THRESHOLD: usize = 32 * 1024;

@@ -25,7 +25,7 @@
 //!
 //! - [`pb`]: every generated message and enum, plus the
 //!   `messaging_service_server` and `messaging_service_client` modules.
-//! - [`codec`]: the codec the generated code uses (prost's, with 1 KiB
+//! - [`codec`]: the codec the generated code uses (prost's, with 256 B
 //!   starting buffers per call).
 //! - [`fuzz_harness`]: the `grpc_request` fuzz target's input layout and
 //!   its in-process half (prost round trips), shared with the corpus

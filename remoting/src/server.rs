@@ -79,7 +79,14 @@ impl Connection {
         if !self.reserve(bytes) {
             return false;
         }
-        if self.tx.try_send(Queued { cmd, bytes }).is_err() {
+        if self
+            .tx
+            .try_send(Queued {
+                cmd: Box::new(cmd),
+                bytes,
+            })
+            .is_err()
+        {
             self.queued.fetch_sub(bytes, Ordering::Relaxed);
             return false;
         }
@@ -93,7 +100,15 @@ impl Connection {
         if !self.reserve(bytes) {
             return false;
         }
-        if self.tx.send(Queued { cmd, bytes }).await.is_err() {
+        if self
+            .tx
+            .send(Queued {
+                cmd: Box::new(cmd),
+                bytes,
+            })
+            .await
+            .is_err()
+        {
             self.queued.fetch_sub(bytes, Ordering::Relaxed);
             return false;
         }
@@ -135,7 +150,7 @@ impl Outbox {
     pub async fn recv(&mut self) -> Option<RemotingCommand> {
         let q = self.rx.recv().await?;
         self.queued.fetch_sub(q.bytes, Ordering::Relaxed);
-        Some(q.cmd)
+        Some(*q.cmd)
     }
 }
 

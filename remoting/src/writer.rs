@@ -20,7 +20,9 @@ const MAX_SLICES: usize = 256;
 /// as against the connection's bound on unsent answers.
 #[derive(Debug)]
 pub(crate) struct Queued {
-    pub cmd: RemotingCommand,
+    /// Boxed: a channel allocates its slots 32 at a time up front, and
+    /// every connection (a gRPC client's detached one too) holds a channel.
+    pub cmd: Box<RemotingCommand>,
     pub bytes: usize,
 }
 
