@@ -44,6 +44,9 @@ pub(crate) struct GrpcClient {
     settings: Mutex<Option<pb::Settings>>,
     sink: Mutex<Option<TelemetrySink>>,
     relayed: Mutex<HashMap<String, Relayed>>,
+    /// What the broker sends the client's connection, while no telemetry
+    /// stream holds it.
+    outbox: Mutex<Option<Outbox>>,
     /// Cancelled when the client is dropped.
     pub gone: CancellationToken,
 }
@@ -80,6 +83,17 @@ impl GrpcClient {
         sink.is_some_and(|s| s.try_send(Box::new(Ok(cmd))).is_ok())
     }
 
+    /// The outbox, for a telemetry stream to carry; `None` if another
+    /// stream holds it.
+    pub fn take_outbox(&self) -> Option<Outbox> {
+        self.outbox.lock().take()
+    }
+
+    /// Gives the outbox back (its stream ended).
+    pub fn return_outbox(&self, outbox: Outbox) {
+        *self.outbox.lock() = Some(outbox);
+    }
+
     pub fn relay(&self, nonce: String, r: Relayed) {
         self.relayed.lock().insert(nonce, r);
     }
@@ -106,13 +120,12 @@ impl GrpcClients {
         }
     }
 
-    /// The caller's client, made (with its connection) on its first call;
-    /// the outbox of a new one is returned for the caller to drain.
-    pub fn get(&self, meta: &CallMeta) -> (Arc<GrpcClient>, Option<Outbox>) {
+    /// The caller's client, made (with its connection) on its first call.
+    pub fn get(&self, meta: &CallMeta) -> Arc<GrpcClient> {
         let mut map = self.by_id.lock();
         if let Some(c) = map.get(&meta.client_id) {
             c.conn.touch();
-            return (Arc::clone(c), None);
+            return Arc::clone(c);
         }
         let (conn, outbox) = Connection::detached(meta.peer, self.max_queued);
         let client = Arc::new(GrpcClient {
@@ -122,13 +135,14 @@ impl GrpcClients {
             settings: Mutex::new(None),
             sink: Mutex::new(None),
             relayed: Mutex::new(HashMap::new()),
+            outbox: Mutex::new(Some(outbox)),
             gone: CancellationToken::new(),
         });
         map.insert(meta.client_id.clone(), Arc::clone(&client));
         drop(map);
         self.handler.connection_opened(&client.conn);
         tracing::debug!(client = %client.id, peer = %meta.peer, "gRPC client seen");
-        (client, Some(outbox))
+        client
     }
 
     /// Whether a client of that id is connected.

@@ -135,18 +135,9 @@ impl Inner {
             .ok_or_else(|| Failure::internal("the broker gave no answer"))
     }
 
-    /// The caller's client; a new one's outbox starts being carried to
-    /// its telemetry stream.
-    fn client(self: &Arc<Self>, meta: &CallMeta) -> Arc<GrpcClient> {
-        let (client, outbox) = self.clients.get(meta);
-        if let Some(outbox) = outbox {
-            self.tracker.spawn(telemetry::pump(
-                Arc::clone(self),
-                Arc::clone(&client),
-                outbox,
-            ));
-        }
-        client
+    /// The caller's client.
+    fn client(&self, meta: &CallMeta) -> Arc<GrpcClient> {
+        self.clients.get(meta)
     }
 }
 

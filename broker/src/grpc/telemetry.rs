@@ -2,8 +2,9 @@
 //! its settings: the broker registers it (a heartbeat on its connection:
 //! producer groups named after its topics, or its consumer group with its
 //! subscriptions) and answers with the settings it is to use. Requests the
-//! broker sends the client's connection come out of its outbox and go down
-//! the stream: a transaction check-back as RecoverOrphanedTransaction, a
+//! broker sends the client's connection come out of its outbox (which the
+//! client's stream holds while it is open; they wait there meanwhile) and go
+//! down the stream: a transaction check-back as RecoverOrphanedTransaction, a
 //! running-info request with jstack as PrintThreadStackTrace, a
 //! consume-directly request as VerifyMessage; the client's answers to the
 //! last two come back up the stream and are handed to the broker as the
@@ -156,11 +157,22 @@ pub(crate) async fn serve(
     sink: TelemetrySink,
 ) {
     let client = Arc::clone(&caller.client);
+    // The stream carries what the broker sends the client's connection
+    // too (no task of its own per client: 10,000 idle clients would hold
+    // 10,000 of them); it hands the outbox back when it ends.
+    let mut outbox = client.take_outbox();
     loop {
         let next = tokio::select! {
             biased;
             _ = inner.cancel.cancelled() => break,
             _ = client.gone.cancelled() => break,
+            relayed = next_relayed(&mut outbox) => {
+                match relayed {
+                    Some(cmd) => relay(&inner, &client, cmd),
+                    None => outbox = None,
+                }
+                continue;
+            }
             next = inbound.message() => next,
         };
         let cmd = match next {
@@ -226,6 +238,9 @@ pub(crate) async fn serve(
         }
     }
     client.clear_sink(&sink);
+    if let Some(o) = outbox {
+        client.return_outbox(o);
+    }
 }
 
 /// Hands the client's answer to a relayed request to the broker.
@@ -259,18 +274,12 @@ fn answer_relayed(
     inner.handler.response(&client.conn, resp);
 }
 
-/// Carries what the broker sends `client`'s connection to its telemetry
-/// stream, until the client is dropped or the broker stops.
-pub(crate) async fn pump(inner: Arc<Inner>, client: Arc<GrpcClient>, mut outbox: Outbox) {
-    loop {
-        let cmd = tokio::select! {
-            biased;
-            _ = inner.cancel.cancelled() => break,
-            _ = client.gone.cancelled() => break,
-            cmd = outbox.recv() => cmd,
-        };
-        let Some(cmd) = cmd else { break };
-        relay(&inner, &client, cmd);
+/// The next request the broker sent the client's connection; never, when
+/// this stream does not hold the outbox.
+async fn next_relayed(outbox: &mut Option<Outbox>) -> Option<RemotingCommand> {
+    match outbox {
+        Some(o) => o.recv().await,
+        None => std::future::pending().await,
     }
 }
 
