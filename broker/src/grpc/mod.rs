@@ -14,6 +14,7 @@
 //! (messages between the two forms), `settings`, `status`.
 
 mod ack;
+mod agent;
 mod clients;
 mod convert;
 mod listener;
