@@ -553,6 +553,7 @@ async fn start_metrics(
         timers: ctx.timers.clone(),
         connections: Arc::clone(&ctx.connections),
         pop: Arc::clone(&ctx.pop),
+        clients: Arc::clone(&ctx.clients),
     };
     let sampler = Arc::new(crate::sampler::Sampler::new(
         sources,

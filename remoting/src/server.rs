@@ -51,6 +51,9 @@ pub struct Connection {
     queued: Arc<AtomicUsize>,
     max_queued: usize,
     logs: Arc<RefusalLogs>,
+    /// No socket: a client reaching the broker by another protocol (see
+    /// [`Connection::detached`]).
+    detached: bool,
 }
 
 impl Connection {
@@ -172,8 +175,15 @@ impl Connection {
             queued: Arc::clone(&queued),
             max_queued,
             logs: Arc::new(RefusalLogs::default()),
+            detached: true,
         });
         (conn, Outbox { rx, queued })
+    }
+
+    /// Whether it was made by [`Connection::detached`]: a client of
+    /// another protocol (the broker's gRPC clients), not a socket.
+    pub fn is_detached(&self) -> bool {
+        self.detached
     }
 
     /// Records activity of a detached connection's client now.
@@ -478,6 +488,7 @@ async fn serve_connection<H, R, W>(
         queued: Arc::clone(&queued),
         max_queued: options.max_queued_bytes,
         logs: Arc::clone(&shared.logs),
+        detached: false,
     });
     tracing::debug!(%peer, id = conn.id, "connection opened");
     handler.connection_opened(&conn);

@@ -50,6 +50,19 @@ pub struct ProducerInfo {
     pub last_update_timestamp: i64,
 }
 
+/// What a registered connection is, as the connection gauges
+/// (`rocketmq_producer_connections`, `rocketmq_consumer_connections`)
+/// count it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ClientKind {
+    /// The language its heartbeat named.
+    pub language: LanguageCode,
+    /// The version its heartbeat named (a `MQVersion` ordinal).
+    pub version: i32,
+    /// A gRPC client (a detached connection), not a remoting one.
+    pub grpc: bool,
+}
+
 /// Consumer groups whose membership changed (their members get
 /// NOTIFY_CONSUMER_IDS_CHANGED).
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -106,8 +119,7 @@ impl ClientManager {
             let group = consumers.entry(c.group_name.clone()).or_default();
             let new_member = group.members.insert(conn.id, member.clone()).is_none();
             group.message_model = java_enum(&c.message_model, &["BROADCASTING", "CLUSTERING"]);
-            group.consume_type =
-                java_enum(&c.consume_type, &["CONSUME_ACTIVELY", "CONSUME_PASSIVELY"]);
+            group.consume_type = java_enum(&c.consume_type, CONSUME_TYPES);
             group.consume_from_where = java_enum(&c.consume_from_where, CONSUME_FROM_WHERE);
             let without_sub = hb.without_sub && hb.heartbeat_fingerprint != 0;
             for s in c.subscription_data_set.iter().filter(|_| !without_sub) {
@@ -321,6 +333,34 @@ impl ClientManager {
         })
     }
 
+    /// One row per live connection of each producer group (a connection
+    /// in two groups is two rows, as Java counts its channel table).
+    pub fn producer_kinds(&self) -> Vec<ClientKind> {
+        self.producers
+            .read()
+            .values()
+            .flat_map(|members| members.values())
+            .filter(|m| !m.conn.is_closed())
+            .map(Member::kind)
+            .collect()
+    }
+
+    /// One row per live connection of each consumer group: the group, its
+    /// consume type (Java's name, as its last heartbeat gave it) and the
+    /// connection's kind.
+    pub fn consumer_kinds(&self) -> Vec<(String, String, ClientKind)> {
+        self.consumers
+            .read()
+            .iter()
+            .flat_map(|(name, g)| {
+                g.members
+                    .values()
+                    .filter(|m| !m.conn.is_closed())
+                    .map(|m| (name.clone(), g.consume_type.clone(), m.kind()))
+            })
+            .collect()
+    }
+
     /// A producer group's live members.
     pub fn producer_connection(&self, group: &str) -> Vec<ClientConnection> {
         let mut out: Vec<ClientConnection> = self
@@ -340,6 +380,14 @@ impl ClientManager {
 }
 
 impl Member {
+    fn kind(&self) -> ClientKind {
+        ClientKind {
+            language: self.language,
+            version: self.version,
+            grpc: self.conn.is_detached(),
+        }
+    }
+
     fn describe(&self) -> ClientConnection {
         ClientConnection {
             client_addr: self.conn.peer.to_string(),
@@ -349,6 +397,9 @@ impl Member {
         }
     }
 }
+
+/// Java's `ConsumeType` constants in ordinal order.
+const CONSUME_TYPES: &[&str] = &["CONSUME_ACTIVELY", "CONSUME_PASSIVELY", "CONSUME_POP"];
 
 /// Java's `ConsumeFromWhere` constants in ordinal order (the deprecated
 /// ones included, as ordinals count them).

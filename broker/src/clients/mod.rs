@@ -8,4 +8,4 @@ mod manager;
 
 pub use calls::{CallError, ClientCalls};
 pub use locks::QueueLockManager;
-pub use manager::{ClientManager, GroupChange};
+pub use manager::{ClientKind, ClientManager, GroupChange};

@@ -41,6 +41,8 @@ pub(crate) struct GrpcClient {
     pub id: String,
     pub conn: Arc<Connection>,
     pub version: String,
+    /// `x-mq-language` of its first call.
+    pub language: String,
     settings: Mutex<Option<pb::Settings>>,
     sink: Mutex<Option<TelemetrySink>>,
     relayed: Mutex<HashMap<String, Relayed>>,
@@ -132,6 +134,7 @@ impl GrpcClients {
             id: meta.client_id.clone(),
             conn,
             version: meta.version.clone(),
+            language: meta.language.clone(),
             settings: Mutex::new(None),
             sink: Mutex::new(None),
             relayed: Mutex::new(HashMap::new()),

@@ -11,12 +11,15 @@ use rmq_grpc::pb;
 
 pub(crate) const CLIENT_ID: &str = "x-mq-client-id";
 pub(crate) const CLIENT_VERSION: &str = "x-mq-client-version";
+pub(crate) const LANGUAGE: &str = "x-mq-language";
 
 /// One call's caller.
 #[derive(Debug, Clone)]
 pub(crate) struct CallMeta {
     pub client_id: String,
     pub version: String,
+    /// `x-mq-language`, as sent.
+    pub language: String,
     pub peer: SocketAddr,
     /// What is left of the call's deadline when it arrived.
     pub deadline: Option<Duration>,
@@ -105,6 +108,7 @@ impl CallMeta {
             auth,
             client_id,
             version: text(CLIENT_VERSION),
+            language: text(LANGUAGE),
             peer: peer.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0))),
             deadline: metadata
                 .get("grpc-timeout")

@@ -16,6 +16,7 @@
 //! settings), `status`.
 
 mod ack;
+mod agent;
 mod clients;
 mod config;
 mod convert;

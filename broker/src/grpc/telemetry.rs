@@ -23,6 +23,7 @@ use rmq_grpc::pb;
 use rmq_remoting::{Outbox, RequestHandler};
 use tonic::Streaming;
 
+use super::agent;
 use super::clients::{GrpcClient, Relayed, TelemetrySink};
 use super::convert::message_of_record;
 use super::service::{Caller, Inner};
@@ -77,7 +78,12 @@ fn heartbeat(client: &GrpcClient, s: &pb::Settings) -> Option<RemotingCommand> {
         None => return None,
     }
     let body = serde_json::to_vec(&hb).ok()?;
-    Some(RemotingCommand::request(RequestCode::HeartBeat).with_body(body))
+    let mut cmd = RemotingCommand::request(RequestCode::HeartBeat).with_body(body);
+    // Registered with its own language and version, as the proxy does.
+    let ua = s.user_agent.as_ref();
+    cmd.language = agent::language(ua, &client.language);
+    cmd.version = agent::version(ua, &client.version);
+    Some(cmd)
 }
 
 fn subscription(e: &pb::SubscriptionEntry, now: i64) -> SubscriptionData {

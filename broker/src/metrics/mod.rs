@@ -11,6 +11,7 @@ mod describe;
 pub mod float;
 mod http;
 pub mod items;
+pub mod outcomes;
 pub mod process;
 pub mod rocketmq;
 mod rocketmq_help;
@@ -202,6 +203,20 @@ pub fn install() -> Option<&'static PrometheusHandle> {
                     b.set_buckets_for_metric(
                         Matcher::Full(rocketmq_names::TOPIC_CREATE_EXECUTION_TIME_MS.into()),
                         rocketmq_names::TOPIC_CREATE_BUCKETS,
+                    )
+                })
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Full(
+                            rocketmq_names::CONSUMER_GROUP_CREATE_EXECUTION_TIME_MS.into(),
+                        ),
+                        rocketmq_names::TOPIC_CREATE_BUCKETS,
+                    )
+                })
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Full(rocketmq_names::FINISH_MESSAGE_LATENCY_MS.into()),
+                        rocketmq_names::FINISH_MESSAGE_LATENCY_BUCKETS,
                     )
                 });
             let recorder = match builder {

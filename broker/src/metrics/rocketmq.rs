@@ -17,6 +17,7 @@ use rmq_common::constants::{
 };
 use rmq_common::names::is_system_topic;
 
+use super::outcomes::Outcomes;
 use super::rocketmq_names as r;
 use super::rpc::RpcMeters;
 
@@ -56,6 +57,16 @@ pub fn counted(topic: &str) -> bool {
     !topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) && !topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
 }
 
+/// RocketMQ's system consumer groups start with this (any case).
+const SYSTEM_GROUP_PREFIX: &str = "CID_RMQ_SYS_";
+
+/// Whether RocketMQ counts `group` as a system group (`is_system`).
+pub fn system_group(group: &str) -> bool {
+    group
+        .get(..SYSTEM_GROUP_PREFIX.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(SYSTEM_GROUP_PREFIX))
+}
+
 /// One broker's recorded RocketMQ 5.x series.
 #[derive(Debug)]
 pub struct RocketmqMeters {
@@ -64,8 +75,12 @@ pub struct RocketmqMeters {
     sizes: RwLock<HashMap<String, Histogram>>,
     /// `rocketmq_topic_create_execution_time` per (success, system).
     topic_create: RwLock<HashMap<(bool, bool), Histogram>>,
+    /// `rocketmq_consumer_group_create_execution_time` per success.
+    group_create: RwLock<HashMap<bool, Histogram>>,
     /// Per-request series.
     pub rpc: RpcMeters,
+    /// Transactions and dead letters.
+    pub outcomes: Outcomes,
 }
 
 impl RocketmqMeters {
@@ -74,9 +89,11 @@ impl RocketmqMeters {
         let labels = common_labels(broker, cluster);
         Self {
             rpc: RpcMeters::new(labels.clone()),
+            outcomes: Outcomes::new(labels.clone()),
             labels,
             sizes: RwLock::default(),
             topic_create: RwLock::default(),
+            group_create: RwLock::default(),
         }
     }
 
@@ -128,5 +145,45 @@ impl RocketmqMeters {
                 metrics::histogram!(r::TOPIC_CREATE_EXECUTION_TIME_MS, l)
             })
             .record(ms);
+    }
+
+    /// A subscription group creation (one group or a list) that began at
+    /// `started` ended, `ok` or not. RocketMQ labels it with
+    /// `invocation_status` only.
+    pub fn group_created(&self, ok: bool, started: Instant) {
+        let ms = started.elapsed().as_millis() as f64;
+        if let Some(h) = self.group_create.read().get(&ok) {
+            h.record(ms);
+            return;
+        }
+        self.group_create
+            .write()
+            .entry(ok)
+            .or_insert_with(|| {
+                let mut l = self.labels.clone();
+                l.push(Label::new(
+                    "invocation_status",
+                    if ok { "success" } else { "failure" },
+                ));
+                metrics::histogram!(r::CONSUMER_GROUP_CREATE_EXECUTION_TIME_MS, l)
+            })
+            .record(ms);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_groups_are_rocketmqs() {
+        assert!(system_group("CID_RMQ_SYS_TRANS"));
+        assert!(system_group("cid_rmq_sys_x"));
+        assert!(!system_group("CID_RMQ"));
+        assert!(!system_group("MyGroup"));
+        assert!(
+            !system_group("CID_RMQ_SYS\u{e9}X"),
+            "no panic inside a character"
+        );
     }
 }

@@ -28,6 +28,27 @@ pub const MESSAGE_SIZE: &str = "rocketmq_message_size";
 /// Time to create or update a topic (UPDATE_AND_CREATE_TOPIC), ms.
 pub const TOPIC_CREATE_EXECUTION_TIME_MS: &str =
     "rocketmq_topic_create_execution_time_milliseconds";
+/// Time to create or update a subscription group
+/// (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP(_LIST)), ms.
+pub const CONSUMER_GROUP_CREATE_EXECUTION_TIME_MS: &str =
+    "rocketmq_consumer_group_create_execution_time_milliseconds";
+/// Producer connections, by language, version and protocol.
+pub const PRODUCER_CONNECTIONS: &str = "rocketmq_producer_connections";
+/// Consumer connections, by group, language, version, consume mode and
+/// protocol.
+pub const CONSUMER_CONNECTIONS: &str = "rocketmq_consumer_connections";
+/// Messages moved to a dead-letter topic, per group and topic.
+pub const SEND_TO_DLQ_MESSAGES_TOTAL: &str = "rocketmq_send_to_dlq_messages_total";
+/// Transactions committed, per real topic.
+pub const COMMIT_MESSAGES_TOTAL: &str = "rocketmq_commit_messages_total";
+/// Transactions rolled back, per real topic.
+pub const ROLLBACK_MESSAGES_TOTAL: &str = "rocketmq_rollback_messages_total";
+/// Time from a half message's birth to its commit (histogram). RocketMQ
+/// declares the unit "ms" (so the exporter names it milliseconds) but
+/// records whole seconds, with buckets in seconds; so does this broker.
+pub const FINISH_MESSAGE_LATENCY_MS: &str = "rocketmq_finish_message_latency_milliseconds";
+/// Half messages not yet committed or rolled back, per real topic.
+pub const HALF_MESSAGES: &str = "rocketmq_half_messages";
 /// Messages not yet consumed (committed), per group and topic.
 pub const CONSUMER_LAG_MESSAGES: &str = "rocketmq_consumer_lag_messages";
 /// Age of the oldest message not yet consumed, ms, per group and topic.
@@ -88,5 +109,9 @@ pub const MESSAGE_SIZE_BUCKETS: &[f64] = &[
 ];
 /// RocketMQ's `rocketmq_rpc_latency` buckets, ms.
 pub const RPC_LATENCY_BUCKETS: &[f64] = &[1.0, 3.0, 5.0, 7.0, 10.0, 100.0, 1000.0, 2000.0, 3000.0];
-/// RocketMQ's `rocketmq_topic_create_execution_time` buckets, ms.
+/// RocketMQ's `rocketmq_topic_create_execution_time` (and consumer group
+/// create) buckets, ms.
 pub const TOPIC_CREATE_BUCKETS: &[f64] = &[10.0, 100.0, 1000.0, 3000.0, 5000.0];
+/// RocketMQ's `rocketmq_finish_message_latency` buckets: 5 s, 1 min,
+/// 10 min, 1 h, 12 h, 24 h, as the seconds it records.
+pub const FINISH_MESSAGE_LATENCY_BUCKETS: &[f64] = &[5.0, 60.0, 600.0, 3600.0, 43_200.0, 86_400.0];

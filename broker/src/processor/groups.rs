@@ -47,6 +47,7 @@ fn checked_group(cons: &Consumption, config: &mut SubscriptionGroupConfig) -> Re
 
 /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP.
 pub(crate) async fn create(cons: &Arc<Consumption>, req: &RemotingCommand) -> Handled {
+    let started = std::time::Instant::now();
     let config: SubscriptionGroupConfig =
         rmq_common::json::from_slice(req.body.as_deref().unwrap_or_default()).map_err(|e| {
             Refusal::new(
@@ -58,7 +59,9 @@ pub(crate) async fn create(cons: &Arc<Consumption>, req: &RemotingCommand) -> Ha
     checked_group(cons, &mut config)?;
     let name = config.group_name.clone();
     let groups = Arc::clone(&cons.groups);
-    blocking(move || groups.upsert(config)).await??;
+    let stored = blocking(move || groups.upsert(config)).await?;
+    cons.rocketmq.group_created(stored.is_ok(), started);
+    stored?;
     tracing::info!(group = name, "subscription group created or updated");
     Ok(success())
 }
@@ -66,6 +69,7 @@ pub(crate) async fn create(cons: &Arc<Consumption>, req: &RemotingCommand) -> Ha
 /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST: all or nothing, one bad group
 /// and none is applied.
 pub(crate) async fn create_list(cons: &Arc<Consumption>, req: &RemotingCommand) -> Handled {
+    let started = std::time::Instant::now();
     let list: SubscriptionGroupList =
         rmq_common::json::from_slice(req.body.as_deref().unwrap_or_default()).map_err(|e| {
             Refusal::new(
@@ -81,7 +85,9 @@ pub(crate) async fn create_list(cons: &Arc<Consumption>, req: &RemotingCommand) 
     }
     let count = list.group_config_list.len();
     let groups = Arc::clone(&cons.groups);
-    blocking(move || groups.upsert_many(list.group_config_list)).await??;
+    let stored = blocking(move || groups.upsert_many(list.group_config_list)).await?;
+    cons.rocketmq.group_created(stored.is_ok(), started);
+    stored?;
     tracing::info!(
         count,
         "subscription groups created or updated in one request"

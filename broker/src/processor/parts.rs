@@ -124,6 +124,8 @@ pub(crate) struct Consumption {
     pub clients: Arc<ClientManager>,
     pub calls: Arc<ClientCalls>,
     pub items: Arc<StatsItems>,
+    /// `rocketmq_consumer_group_create_execution_time`.
+    pub rocketmq: Arc<crate::metrics::RocketmqMeters>,
 }
 
 /// What topic and store administration reaches (admin.rs, runtime.rs).
@@ -266,6 +268,7 @@ impl Parts {
                 clients: Arc::clone(&ctx.clients),
                 calls: Arc::clone(&ctx.calls),
                 items: Arc::clone(&ctx.items),
+                rocketmq: Arc::clone(&ctx.rocketmq),
             }),
             admin: Arc::new(Admin {
                 rocketmq: Arc::clone(&ctx.rocketmq),

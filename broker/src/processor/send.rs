@@ -73,6 +73,21 @@ pub(crate) async fn send(
     }
     let properties =
         Properties::decode(header.properties.as_deref().unwrap_or_default().as_bytes());
+    // A dead letter counts under its consumer group and the topic it was
+    // consumed from (RocketMQ labels this path with the sender's producer
+    // group and the retry topic instead).
+    let dead_letter_of = dead_letter.then(|| {
+        let group = header
+            .topic
+            .strip_prefix(rmq_common::constants::DLQ_GROUP_TOPIC_PREFIX)
+            .unwrap_or_default()
+            .to_owned();
+        let origin = properties.get(property::RETRY_TOPIC).map_or_else(
+            || format!("{}{group}", rmq_common::constants::RETRY_GROUP_TOPIC_PREFIX),
+            str::to_owned,
+        );
+        (group, origin)
+    });
     let prepared = properties.get(property::TRANSACTION_PREPARED) == Some("true");
     let transaction_id = prepared
         .then(|| {
@@ -192,6 +207,12 @@ pub(crate) async fn send(
         .appended
         .first()
         .ok_or_else(|| Refusal::new(ResponseCode::SystemError, "nothing was stored"))?;
+    if let Some((group, origin)) = &dead_letter_of {
+        path.rocketmq.outcomes.sent_to_dlq(group, origin);
+    }
+    if prepared {
+        path.transactions.half_stored(&header.topic);
+    }
     let msg_id = result
         .appended
         .iter()

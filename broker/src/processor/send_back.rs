@@ -182,6 +182,13 @@ pub(crate) async fn send_back(
     }
     let store = Arc::clone(&path.store);
     blocking(move || store.put_message(&msg)).await??;
+    if target == SendBackTarget::DeadLetter {
+        // As RocketMQ: under the group and the topic the consumer names.
+        let topic = h.origin_topic.as_deref().filter(|t| !t.is_empty());
+        path.rocketmq
+            .outcomes
+            .sent_to_dlq(&h.group, topic.unwrap_or(&origin));
+    }
     // FLUSH_DISK_TIMEOUT still stored it: answering an error would make the
     // client retry locally and consume it twice.
     Ok(success())

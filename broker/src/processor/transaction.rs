@@ -14,14 +14,19 @@ pub(crate) async fn end(path: &Arc<SendPath>, h: EndTransactionRequestHeader) ->
     let (tx, host) = (Arc::clone(&path.transactions), path.store_host);
     let header = h.clone();
     match blocking(move || tx.end(&header, host)).await? {
-        Ok(EndOutcome::Committed(a)) => {
+        Ok(EndOutcome::Committed(a, half)) => {
             tracing::debug!(group = %h.producer_group, half = h.tran_state_table_offset,
                 real_offset = a.phy_offset, from_check = h.from_transaction_check, "transaction committed");
+            let now = path.store.clock().now_ms();
+            path.rocketmq
+                .outcomes
+                .committed(&half.topic, half.born_ms, now);
             Ok(success())
         }
-        Ok(EndOutcome::RolledBack) => {
+        Ok(EndOutcome::RolledBack(half)) => {
             tracing::debug!(group = %h.producer_group, half = h.tran_state_table_offset,
                 from_check = h.from_transaction_check, "transaction rolled back");
+            path.rocketmq.outcomes.rolled_back(&half.topic);
             Ok(success())
         }
         Ok(EndOutcome::Unknown) => Ok(success()),

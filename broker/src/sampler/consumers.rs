@@ -20,17 +20,9 @@ use metrics::Label;
 use rmq_common::names::is_system_topic;
 
 use super::Sampler;
-use crate::metrics::rocketmq::{counted, CARDINALITY_LIMIT};
+use crate::metrics::rocketmq::{counted, system_group, CARDINALITY_LIMIT};
 use crate::metrics::rocketmq_names as n;
 use crate::service::transaction::TRANS_GROUP;
-
-/// RocketMQ's system consumer groups start with this (case-insensitive).
-const SYSTEM_GROUP_PREFIX: &str = "CID_RMQ_SYS_";
-
-pub(super) fn system_group(group: &str) -> bool {
-    group.len() >= SYSTEM_GROUP_PREFIX.len()
-        && group[..SYSTEM_GROUP_PREFIX.len()].eq_ignore_ascii_case(SYSTEM_GROUP_PREFIX)
-}
 
 /// (group, topic, queue).
 type QueueKey = (String, String, i32);
@@ -117,18 +109,5 @@ impl Sampler {
                 metrics::gauge!(name, labels.clone()).set(v as f64);
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn system_groups_are_rocketmqs() {
-        assert!(system_group("CID_RMQ_SYS_TRANS"));
-        assert!(system_group("cid_rmq_sys_x"));
-        assert!(!system_group("CID_RMQ"));
-        assert!(!system_group("MyGroup"));
     }
 }

@@ -1,6 +1,7 @@
 //! Gauges read from the broker's state: set every second by the broker's
 //! sampler task and once more right before each scrape.
 
+mod clients;
 mod consumers;
 mod lanes;
 mod pop;
@@ -62,6 +63,8 @@ pub struct Sources {
     pub connections: Arc<std::sync::atomic::AtomicI64>,
     /// POP consumption.
     pub pop: Arc<crate::pop::PopRuntime>,
+    /// Client tables (the connection gauges).
+    pub clients: Arc<crate::clients::ClientManager>,
 }
 
 /// Sets one broker's gauges.
@@ -75,6 +78,8 @@ pub struct Sampler {
     /// `rocketmq_timer_message_snapshot`, recounted every
     /// [`timer::SNAPSHOT_EVERY`].
     timer_snapshot: parking_lot::Mutex<timer::Snapshot>,
+    /// The connection gauges' label sets at the last sample.
+    seen_clients: parking_lot::Mutex<clients::Seen>,
 }
 
 impl Sampler {
@@ -85,6 +90,7 @@ impl Sampler {
             labels,
             disk_bytes: parking_lot::Mutex::default(),
             timer_snapshot: parking_lot::Mutex::default(),
+            seen_clients: parking_lot::Mutex::default(),
         }
     }
 

@@ -19,10 +19,11 @@
 use metrics::Label;
 use rmq_common::names::is_system_topic;
 
-use super::consumers::system_group;
 use super::Sampler;
 
-use crate::metrics::rocketmq::{common_labels, counted, message_type, CARDINALITY_LIMIT};
+use crate::metrics::rocketmq::{
+    common_labels, counted, message_type, system_group, CARDINALITY_LIMIT,
+};
 use crate::metrics::rocketmq_names as n;
 
 fn flag(b: bool) -> String {
@@ -50,6 +51,8 @@ impl Sampler {
         self.rocketmq_storage();
         self.rocketmq_traffic();
         self.rocketmq_consumers();
+        self.rocketmq_connections();
+        self.rocketmq_transactions();
         let gauge = |name: &'static str, v: f64| {
             metrics::gauge!(name, self.rocketmq_labels(&[])).set(v);
         };
@@ -62,6 +65,14 @@ impl Sampler {
         for (p, busy) in self.ctx.rocketmq.rpc.watermarks() {
             let labels = self.rocketmq_labels(&[("processor", p.as_str().into())]);
             metrics::gauge!(n::PROCESSOR_WATERMARK, labels).set(busy as f64);
+        }
+    }
+
+    /// `rocketmq_half_messages`: unresolved halves per real topic.
+    fn rocketmq_transactions(&self) {
+        for (topic, count) in self.ctx.transactions.half_counts() {
+            let labels = self.rocketmq_labels(&[("topic", topic)]);
+            metrics::gauge!(n::HALF_MESSAGES, labels).set(count as f64);
         }
     }
 

@@ -38,6 +38,7 @@ mod meta5x;
 mod meta_crash;
 mod meta_scale;
 mod metrics;
+mod metrics_5x;
 mod metrics_apache;
 mod mqadmin;
 mod namesrv;

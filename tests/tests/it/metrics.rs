@@ -51,14 +51,14 @@ pub(crate) async fn scrape(addr: SocketAddr) -> String {
 
 /// One parsed sample: name, labels, value.
 #[derive(Debug, Clone)]
-struct Sample {
-    name: String,
-    labels: Vec<(String, String)>,
-    value: f64,
+pub(crate) struct Sample {
+    pub(crate) name: String,
+    pub(crate) labels: Vec<(String, String)>,
+    pub(crate) value: f64,
 }
 
 impl Sample {
-    fn label(&self, k: &str) -> Option<&str> {
+    pub(crate) fn label(&self, k: &str) -> Option<&str> {
         self.labels
             .iter()
             .find(|(n, _)| n == k)
@@ -67,7 +67,7 @@ impl Sample {
 }
 
 /// Parses the Prometheus text format (the subset the exporter writes).
-fn parse(text: &str) -> Vec<Sample> {
+pub(crate) fn parse(text: &str) -> Vec<Sample> {
     let mut out = Vec::new();
     for line in text.lines() {
         if line.is_empty() || line.starts_with('#') {
@@ -99,7 +99,7 @@ fn parse(text: &str) -> Vec<Sample> {
     out
 }
 
-fn value(samples: &[Sample], name: &str, extra: &[(&str, &str)]) -> Option<f64> {
+pub(crate) fn value(samples: &[Sample], name: &str, extra: &[(&str, &str)]) -> Option<f64> {
     samples
         .iter()
         .find(|s| s.name == name && extra.iter().all(|(k, v)| s.label(k) == Some(v)))
@@ -107,7 +107,11 @@ fn value(samples: &[Sample], name: &str, extra: &[(&str, &str)]) -> Option<f64> 
 }
 
 /// Scrapes until `ok` holds for the parsed samples (bounded).
-async fn scrape_until(addr: SocketAddr, what: &str, ok: impl Fn(&[Sample]) -> bool) -> Vec<Sample> {
+pub(crate) async fn scrape_until(
+    addr: SocketAddr,
+    what: &str,
+    ok: impl Fn(&[Sample]) -> bool,
+) -> Vec<Sample> {
     let deadline = Instant::now() + SETTLE_TIMEOUT;
     loop {
         let samples = parse(&scrape(addr).await);

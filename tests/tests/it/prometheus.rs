@@ -46,6 +46,8 @@ const ROCKETMQ_UNIT_LINT: &[&str] = &[
     "rocketmq_pop_revive_lag_milliseconds ",
     "rocketmq_pop_revive_latency_milliseconds ",
     "rocketmq_rpc_latency_milliseconds ",
+    "rocketmq_finish_message_latency_milliseconds ",
+    "rocketmq_consumer_group_create_execution_time_milliseconds ",
 ];
 
 fn tool(name: &str) -> PathBuf {

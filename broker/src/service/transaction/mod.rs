@@ -15,10 +15,12 @@
 //! consumer offsets of group `CID_RMQ_SYS_TRANS` on the half and op queues.
 
 mod check_body;
+mod half_counts;
 mod runner;
 mod sender;
 mod state;
 
+pub use half_counts::HalfCounts;
 pub use runner::TransactionService;
 pub use sender::ProducerCheckSender;
 pub use state::TxState;
@@ -97,13 +99,22 @@ pub enum EndError {
     Store(#[from] StoreError),
 }
 
+/// The half an END_TRANSACTION resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedHalf {
+    /// Its real topic (REAL_TOPIC).
+    pub topic: String,
+    /// When its producer made it, ms.
+    pub born_ms: i64,
+}
+
 /// What an END_TRANSACTION did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EndOutcome {
     /// The real message was written.
-    Committed(AppendResult),
+    Committed(AppendResult, ResolvedHalf),
     /// Only the op record was written.
-    RolledBack,
+    RolledBack(ResolvedHalf),
     /// UNKNOWN: nothing changed; the check walk will ask again.
     Unknown,
 }
@@ -144,6 +155,8 @@ pub struct Transactions {
     state: Mutex<TxState>,
     checks_sent: AtomicU64,
     poison: PoisonLog,
+    /// Unresolved halves per real topic.
+    halves: HalfCounts,
 }
 
 fn unit_record(store: &MessageStore, unit: &CqUnit) -> Option<Vec<u8>> {
@@ -168,24 +181,31 @@ impl Transactions {
             .query(TRANS_GROUP, TRANS_OP_HALF_TOPIC, 0)
             .unwrap_or(op_min)
             .max(op_min);
-        let tx = Self {
+        let mut tx = Self {
             offsets,
             settings,
             poison: PoisonLog::new(&store.config().store_path_root_dir, "transaction"),
             state: Mutex::new(TxState::new(half, op)),
             checks_sent: AtomicU64::new(0),
+            halves: HalfCounts::default(),
             store,
         };
-        {
+        let counts = {
             let mut state = tx.state.lock();
             tx.read_ops(&mut state)?;
+            let started = std::time::Instant::now();
+            let counts = half_counts::scan(&tx.store, &state)?;
             tracing::info!(
                 half_progress = half,
                 op_from = op,
                 resolved_pending = state.resolved_pending(),
+                unresolved = counts.values().sum::<i64>(),
+                scan_ms = started.elapsed().as_millis() as u64,
                 "transaction state loaded"
             );
-        }
+            counts
+        };
+        tx.halves = HalfCounts::from_counts(counts);
         Ok(tx)
     }
 
@@ -326,17 +346,25 @@ impl Transactions {
                  nothing was written"
             )));
         }
+        let half = ResolvedHalf {
+            topic: view
+                .property(property::REAL_TOPIC)
+                .unwrap_or_default()
+                .into_owned(),
+            born_ms: view.born_timestamp(),
+        };
         let outcome = if h.commit_or_rollback == end_state::COMMIT {
             let real = committed_message(&view, h.commit_log_offset)?;
             let r = self.store.put_message(&real)?;
             let appended = r.appended.into_iter().next().ok_or_else(|| {
                 EndError::Mismatch("the store wrote nothing for the commit".into())
             })?;
-            EndOutcome::Committed(appended)
+            EndOutcome::Committed(appended, half.clone())
         } else {
-            EndOutcome::RolledBack
+            EndOutcome::RolledBack(half.clone())
         };
         self.write_op(&mut state, half_offset, uniq.as_deref(), store_host)?;
+        self.halves.add(&half.topic, -1);
         Ok(outcome)
     }
 
@@ -419,6 +447,9 @@ impl Transactions {
                             )));
                         }
                         self.write_op(&mut state, o, uniq.as_deref(), store_host)?;
+                        if let Some(topic) = view.property(property::REAL_TOPIC) {
+                            self.halves.add(&topic, -1);
+                        }
                         tracing::warn!(
                             half_offset = o,
                             checks = times,
@@ -564,6 +595,16 @@ impl Transactions {
             .unwrap_or(0);
         let resolved = i64::try_from(state.resolved_pending()).unwrap_or(i64::MAX);
         (max - state.half_progress - resolved).max(0)
+    }
+
+    /// A half of real topic `topic` was stored (the send path).
+    pub fn half_stored(&self, topic: &str) {
+        self.halves.add(topic, 1);
+    }
+
+    /// Unresolved halves per real topic (`rocketmq_half_messages`).
+    pub fn half_counts(&self) -> Vec<(String, i64)> {
+        self.halves.snapshot()
     }
 
     /// Halves passed over since start because a copy could never be stored.
