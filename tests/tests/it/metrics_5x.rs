@@ -427,7 +427,7 @@ async fn rocketmq_5x_client_transaction_and_dlq_series() {
             body_encoding: pb::Encoding::Identity as i32,
             ..Default::default()
         }),
-        body: b"dead".to_vec(),
+        body: b"dead".to_vec().into(),
     };
     let mut gp = grpc_producer.c.clone();
     let sent = gp
