@@ -453,6 +453,13 @@ start_target() { # <target> <flush>
 }
 
 start_apache() { # <target> <flush>
+    start_apache_namesrv "$1" "$2"
+    start_apache_broker "$(apache_version "$1")"
+}
+
+# Writes an Apache target's namesrv.conf and broker.conf (<flush>) into
+# $RUN and starts its NameServer; sets NAMESRV_PID.
+start_apache_namesrv() { # <target> <flush>
     local v
     v=$(apache_version "$1")
     local cp="$CACHE/$v/lib/*" bind=""
@@ -484,7 +491,6 @@ EOF
     track "$NAMESRV_PID"
     wait_ready "NameServer $v" "$NAMESRV_PID" "$NAMESRV_PORT" "$RUN/namesrv.out" \
         "boot success" "$START_TIMEOUT_S"
-    start_apache_broker "$v"
 }
 
 # The broker of an Apache target whose NameServer runs ($RUN/broker.conf
@@ -777,32 +783,9 @@ start_apache_local() {
     local v=5.3.3
     local common=("${JAVA_OPENS[@]}" -Duser.home="$RUN/home" -Drocketmq.home.dir="$RUN/home")
     port_open "$PROXY_PORT" && die "port $PROXY_PORT on 127.0.0.1 is taken (set RMQ_BENCH_PROXY_PORT)"
-    cat >"$RUN/namesrv.conf" <<EOF
-listenPort=$NAMESRV_PORT
-kvConfigPath=$RUN/namesrv/kvConfig.json
-configStorePath=$RUN/namesrv/namesrv.properties
-bindAddress=127.0.0.1
-EOF
-    cat >"$RUN/broker.conf" <<EOF
-brokerClusterName=DefaultCluster
-brokerName=broker-a
-brokerId=0
-brokerIP1=127.0.0.1
-listenPort=$BROKER_PORT
-storePathRootDir=$RUN/store
-storePathCommitLog=$RUN/store/commitlog
-flushDiskType=ASYNC_FLUSH
-bindAddress=127.0.0.1
-EOF
+    start_apache_namesrv apache-5.3.3 ASYNC_FLUSH
     printf '{"rocketMQClusterName":"DefaultCluster","grpcServerPort":%d,"remotingListenPort":%d}\n' \
         "$PROXY_PORT" "$((PROXY_PORT - 1))" >"$RUN/proxy.json"
-    ROCKETMQ_HOME="$CACHE/home" java "${NAMESRV_JVM[@]}" "${common[@]}" -cp "$CACHE/$v/lib/*" \
-        org.apache.rocketmq.namesrv.NamesrvStartup -c "$RUN/namesrv.conf" \
-        >"$RUN/namesrv.out" 2>&1 &
-    NAMESRV_PID=$!
-    track "$NAMESRV_PID"
-    wait_ready "NameServer $v" "$NAMESRV_PID" "$NAMESRV_PORT" "$RUN/namesrv.out" \
-        "boot success" "$START_TIMEOUT_S"
     ROCKETMQ_HOME="$RUN/home" java "${BROKER_JVM[@]}" "${common[@]}" \
         -Xlog:gc:file="$RUN/gc.log" -cp "$CACHE/proxy-$PROXY_VERSION/lib/*" \
         org.apache.rocketmq.proxy.ProxyStartup -pm local -pc "$RUN/proxy.json" \
