@@ -120,17 +120,23 @@ impl Inner {
             )
             .map_err(|denied| Failure::new(pb::Code::Unauthorized, denied.0))?;
         }
-        Arc::clone(&self.handler)
-            .run(Arc::clone(&caller.client.conn), cmd, Origin::Grpc)
-            .await
-            .ok_or_else(|| Failure::internal("the broker gave no answer"))
+        self.run_on(&caller.client.conn, cmd).await
     }
 
     /// Runs the broker's own `cmd` (no caller, no ACL check) on its
     /// internal connection.
     pub async fn run_internal(&self, cmd: RemotingCommand) -> Result<RemotingCommand, Failure> {
+        self.run_on(&self.internal, cmd).await
+    }
+
+    /// Runs `cmd` through the broker's request handler on `conn`.
+    async fn run_on(
+        &self,
+        conn: &Arc<Connection>,
+        cmd: RemotingCommand,
+    ) -> Result<RemotingCommand, Failure> {
         Arc::clone(&self.handler)
-            .run(Arc::clone(&self.internal), cmd, Origin::Grpc)
+            .run(Arc::clone(conn), cmd, Origin::Grpc)
             .await
             .ok_or_else(|| Failure::internal("the broker gave no answer"))
     }

@@ -3,7 +3,7 @@
 //! and for a consumer its group's retry policy, FIFO flag and long-polling
 //! limits (`GrpcClientSettingsManager`).
 
-use rmq_common::remoting::body::SubscriptionGroupConfig;
+use rmq_common::remoting::body::{GroupRetryPolicy, SubscriptionGroupConfig};
 use rmq_grpc::pb;
 
 use super::convert::duration;
@@ -40,11 +40,15 @@ pub(crate) fn next_delay_ms(group: Option<&SubscriptionGroupConfig>, reconsume_t
         let grown = (e.initial as f64) * (e.multiplier as f64).powi(times.min(32));
         return (grown as i64).min(e.max);
     }
-    let c = policy.customized_retry_policy.clone().unwrap_or_default();
-    if c.next.is_empty() {
-        customized_delay(&DEFAULT_NEXT_MS, times)
-    } else {
-        customized_delay(&c.next, times)
+    customized_delay(customized_next(policy), times)
+}
+
+/// The delays of a customized policy: the group's, or Java's default when
+/// it lists none.
+fn customized_next(policy: &GroupRetryPolicy) -> &[i64] {
+    match &policy.customized_retry_policy {
+        Some(c) if !c.next.is_empty() => &c.next,
+        _ => &DEFAULT_NEXT_MS,
     }
 }
 
@@ -95,14 +99,11 @@ pub(crate) fn consumer(mut s: pb::Settings, group: &SubscriptionGroupConfig) -> 
             multiplier: e.multiplier as f32,
         })
     } else {
-        let c = policy.customized_retry_policy.clone().unwrap_or_default();
-        let next: &[i64] = if c.next.is_empty() {
-            &DEFAULT_NEXT_MS
-        } else {
-            &c.next
-        };
         pb::retry_policy::Strategy::CustomizedBackoff(pb::CustomizedBackoff {
-            next: next.iter().map(|ms| duration(*ms)).collect(),
+            next: customized_next(policy)
+                .iter()
+                .map(|ms| duration(*ms))
+                .collect(),
         })
     };
     s.backoff_policy = Some(pb::RetryPolicy {
