@@ -35,73 +35,8 @@ public final class GrpcLoad {
     private static final long PROGRESS_MS = 5_000;
     /** Timeout of one send, and the extra wait for a thread's last one. */
     private static final Duration SEND_TIMEOUT = Duration.ofSeconds(10);
-    /** Pause after a failed send, ms (see {@link Sender}). */
-    private static final long ERROR_PAUSE_MS = 10;
 
     private GrpcLoad() {
-    }
-
-    /** One sending thread; counts and times only the sends inside the window. */
-    private static final class Worker implements Runnable {
-        final Producer producer;
-        final Message message;
-        final Window window;
-        final LongAdder acked;
-        final Histogram latencyUs = new Histogram();
-        long sent;
-        long errors;
-        long sentTotal;
-        long errorsTotal;
-        String firstError;
-
-        Worker(Producer producer, Message message, Window window, LongAdder acked) {
-            this.producer = producer;
-            this.message = message;
-            this.window = window;
-            this.acked = acked;
-        }
-
-        @Override
-        public void run() {
-            while (!window.stop) {
-                long t0 = System.nanoTime();
-                String error = null;
-                try {
-                    // The client gives every send its own message id, so one
-                    // Message object serves every send (as Load's shared body).
-                    producer.send(message);
-                } catch (Exception e) {
-                    error = e.toString();
-                } catch (Error e) {
-                    window.stop = true;
-                    throw e;
-                }
-                long t1 = System.nanoTime();
-                boolean counted = window.contains(t0, t1);
-                if (error == null) {
-                    sentTotal++;
-                    acked.increment();
-                    if (counted) {
-                        sent++;
-                        latencyUs.record((t1 - t0) / 1_000);
-                    }
-                    continue;
-                }
-                errorsTotal++;
-                if (counted) {
-                    errors++;
-                }
-                if (firstError == null) {
-                    firstError = error;
-                }
-                try {
-                    Thread.sleep(ERROR_PAUSE_MS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    return;
-                }
-            }
-        }
     }
 
     public static void main(String[] args) throws Exception {
@@ -179,10 +114,17 @@ public final class GrpcLoad {
             .build();
         Window window = new Window();
         LongAdder acked = new LongAdder();
-        Worker[] workers = new Worker[threadCount];
+        Sender[] workers = new Sender[threadCount];
         Thread[] running = new Thread[threadCount];
         for (int i = 0; i < threadCount; i++) {
-            workers[i] = new Worker(producers[i % producerCount], message, window, acked);
+            Producer producer = producers[i % producerCount];
+            // The client gives every send its own message id, so one
+            // Message object serves every send (as Load's shared body).
+            Sender.Send send = () -> {
+                producer.send(message);
+                return null;
+            };
+            workers[i] = new Sender(send, window, acked);
             running[i] = new Thread(workers[i], "grpc-sender-" + i);
         }
         long begin = System.nanoTime();
@@ -245,14 +187,14 @@ public final class GrpcLoad {
         }
     }
 
-    private static String report(Worker[] workers, int threads, int producers, int size, double seconds) {
+    private static String report(Sender[] workers, int threads, int producers, int size, double seconds) {
         Histogram all = new Histogram();
         long sent = 0;
         long errors = 0;
         long sentTotal = 0;
         long errorsTotal = 0;
         String firstError = null;
-        for (Worker w : workers) {
+        for (Sender w : workers) {
             all.merge(w.latencyUs);
             sent += w.sent;
             errors += w.errors;

@@ -76,7 +76,7 @@ public final class Load {
         Thread[] threads = new Thread[o.threads];
         LongAdder acked = new LongAdder();
         for (int i = 0; i < o.threads; i++) {
-            senders[i] = new Sender(producers[i % o.instances], o.topic, body, window, acked);
+            senders[i] = new Sender(Sender.remoting(producers[i % o.instances], o.topic, body), window, acked);
             threads[i] = new Thread(senders[i], "sender-" + i);
         }
         long begin = System.nanoTime();

@@ -8,14 +8,30 @@ import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.message.Message;
 
 /**
- * One sending thread: synchronous {@code send} in a loop until told to stop,
- * a new Message each time (the client stamps each with a unique id) over one
- * shared body. Counts and times only the sends inside the window.
+ * One sending thread: one synchronous send in a loop until told to stop.
+ * Counts and times only the sends inside the window. What a send is comes
+ * from the load: {@link #remoting} for the 4.x client, a lambda over the
+ * 5.x Producer in {@link GrpcLoad}.
  */
 final class Sender implements Runnable {
-    private final DefaultMQProducer producer;
-    private final String topic;
-    private final byte[] body;
+    /** One synchronous send: {@code null} when it succeeded, else why not. */
+    @FunctionalInterface
+    interface Send {
+        String send() throws Exception;
+    }
+
+    /**
+     * The 4.x client's send: a new Message each time (the client stamps each
+     * with a unique id) over one shared body; anything but SEND_OK fails.
+     */
+    static Send remoting(DefaultMQProducer producer, String topic, byte[] body) {
+        return () -> {
+            SendResult r = producer.send(new Message(topic, body));
+            return r.getSendStatus() == SendStatus.SEND_OK ? null : "send status " + r.getSendStatus();
+        };
+    }
+
+    private final Send send;
     private final Window window;
     /** Every SEND_OK over all threads, for progress lines. */
     private final LongAdder acked;
@@ -35,10 +51,8 @@ final class Sender implements Runnable {
     /** The first failure seen, warm-up included. */
     String firstError;
 
-    Sender(DefaultMQProducer producer, String topic, byte[] body, Window window, LongAdder acked) {
-        this.producer = producer;
-        this.topic = topic;
-        this.body = body;
+    Sender(Send send, Window window, LongAdder acked) {
+        this.send = send;
         this.window = window;
         this.acked = acked;
     }
@@ -49,10 +63,7 @@ final class Sender implements Runnable {
             long t0 = System.nanoTime();
             String error = null;
             try {
-                SendResult r = producer.send(new Message(topic, body));
-                if (r.getSendStatus() != SendStatus.SEND_OK) {
-                    error = "send status " + r.getSendStatus();
-                }
+                error = send.send();
             } catch (Exception e) {
                 error = e.toString();
             } catch (Error e) {
