@@ -135,9 +135,19 @@ impl Broker {
             &root,
             settings.broker.default_topic_queue_nums,
         )?);
+        topics.serve_lmq(settings.store.enable_lmq);
         crate::meta::own_topics::create(&topics, &settings.broker);
         let offsets = Arc::new(ConsumerOffsetManager::open(&root)?);
         let groups = Arc::new(crate::meta::SubscriptionGroupManager::open(&root)?);
+        groups.serve_lmq(settings.store.enable_lmq);
+        {
+            // An LMQ removed because its messages expired takes its consumer
+            // offsets along.
+            let offsets = Arc::clone(&offsets);
+            store.set_lmq_removed_listener(Arc::new(move |gone: &[String]| {
+                offsets.remove_topics(gone);
+            }));
+        }
         let orders = Arc::new(crate::pop::orderly::OrderTable::open(&root)?);
         let request_modes = Arc::new(crate::pop::request_mode::RequestModeTable::open(&root)?);
         // Requests change the tables in memory; this thread writes them.

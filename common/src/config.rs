@@ -287,6 +287,18 @@ pub struct StoreConfig {
     /// Wheel: size of one timer-log file.
     #[serde(rename = "mappedFileSizeTimerLog")]
     pub mapped_file_size_timer_log_bytes: u64,
+    /// Light message queues: a message's INNER_MULTI_DISPATCH `%LMQ%` queues
+    /// take a queue offset each at append (INNER_MULTI_QUEUE_OFFSET), and
+    /// `%LMQ%` names are served without topic config.
+    pub enable_lmq: bool,
+    /// Reput writes a unit into each light message queue a record names
+    /// (needs `enableLmq` too).
+    pub enable_multi_dispatch: bool,
+    /// File backend: once more light message queues than this exist, sends
+    /// with INNER_MULTI_DISPATCH and pulls of `%LMQ%` queues are refused
+    /// (RocketMQ 4.x's guard against a folder per queue; the RocksDB backend
+    /// has no such limit).
+    pub max_lmq_consume_queue_num: u32,
 }
 
 impl Default for StoreConfig {
@@ -349,6 +361,9 @@ impl Default for StoreConfig {
             timer_roll_window_slot: 2 * 86_400,
             timer_flush_interval_ms: 1_000,
             mapped_file_size_timer_log_bytes: 100 * 1024 * 1024,
+            enable_lmq: false,
+            enable_multi_dispatch: false,
+            max_lmq_consume_queue_num: 20_000,
         }
     }
 }

@@ -28,6 +28,11 @@ pub const SYSTEM_TOPIC_PREFIX: &str = "rmq_sys_";
 pub const CHECKPOINT_TOPIC: &str = "CHECKPOINT_TOPIC";
 /// Where timer messages wait (RocketMQ 5.x), queue 0.
 pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
+/// Prefix of a light message queue's name (`MixAll.LMQ_PREFIX`): such a
+/// "topic" needs no topic config and has exactly one queue.
+pub const LMQ_PREFIX: &str = "%LMQ%";
+/// The one queue of a light message queue (`MixAll.LMQ_QUEUE_ID`).
+pub const LMQ_QUEUE_ID: i32 = 0;
 
 /// Message property keys (`MessageConst` in RocketMQ).
 pub mod property {
@@ -99,4 +104,10 @@ pub mod property {
     pub const TRACE_CONTEXT: &str = "TRACE_CONTEXT";
     /// Born timestamp as a property (a recall's marker).
     pub const BORN_TIMESTAMP: &str = "BORN_TIMESTAMP";
+    /// Multi-dispatch: the comma-separated queues (`%LMQ%` names) a message
+    /// is also dispatched into.
+    pub const INNER_MULTI_DISPATCH: &str = "INNER_MULTI_DISPATCH";
+    /// Multi-dispatch: the queue offset the message took in each queue of
+    /// [`INNER_MULTI_DISPATCH`], in the same order, written by the broker.
+    pub const INNER_MULTI_QUEUE_OFFSET: &str = "INNER_MULTI_QUEUE_OFFSET";
 }

@@ -1,8 +1,10 @@
 //! What reput extracts from each CommitLog record for the dispatchers.
 
-use crate::constants::property;
+use crate::constants::{property, LMQ_QUEUE_ID};
+use crate::message::lmq::{self, LmqTarget};
 use crate::message::record::RecordView;
 use crate::message::{sysflag, tags_code};
+use crate::names::topic_allows_lmq;
 
 /// One record as the consume-queue and index dispatchers see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +32,10 @@ pub struct DispatchRequest {
     pub sys_flag: i32,
     /// PREPAREDTRANSACTIONOFFSET.
     pub prepared_transaction_offset: i64,
+    /// The light message queues the record is also dispatched into, with
+    /// its offset in each (from INNER_MULTI_DISPATCH and
+    /// INNER_MULTI_QUEUE_OFFSET); empty for most records.
+    pub lmq: Vec<LmqTarget>,
 }
 
 impl DispatchRequest {
@@ -56,7 +62,23 @@ impl DispatchRequest {
                 .map(|k| k.into_owned()),
             sys_flag: view.sys_flag(),
             prepared_transaction_offset: view.prepared_transaction_offset(),
+            lmq: lmq_targets(view),
         }
+    }
+
+    /// The consume-queue units of this record: its own queue's, then one per
+    /// light message queue, in list order.
+    pub fn units(&self) -> impl Iterator<Item = (&str, i32, i64)> {
+        std::iter::once((
+            self.topic.as_str(),
+            self.queue_id,
+            self.consume_queue_offset,
+        ))
+        .chain(
+            self.lmq
+                .iter()
+                .map(|t| (t.queue.as_str(), LMQ_QUEUE_ID, t.offset)),
+        )
     }
 
     /// CommitLog offset just past the record.
@@ -72,5 +94,28 @@ impl DispatchRequest {
     /// Whether the IndexFile gets this record's keys.
     pub fn goes_to_index(&self) -> bool {
         sysflag::is_indexable(self.sys_flag)
+    }
+}
+
+/// The light message queues a record names, or none when its topic takes no
+/// multi-dispatch or the lists are missing. Malformed lists (only a
+/// corrupted record or a hand-made one has them) dispatch nothing and are
+/// logged.
+fn lmq_targets(view: &RecordView<'_>) -> Vec<LmqTarget> {
+    if !topic_allows_lmq(view.topic()) {
+        return Vec::new();
+    }
+    let (Some(names), Some(offsets)) = (
+        view.property(property::INNER_MULTI_DISPATCH),
+        view.property(property::INNER_MULTI_QUEUE_OFFSET),
+    ) else {
+        return Vec::new();
+    };
+    match lmq::targets(&names, &offsets) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!(offset = view.physical_offset(), error = %e, "record's multi-dispatch lists are unusable; dispatched to its own queue only");
+            Vec::new()
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! Topic and group name rules (RocketMQ's `Validators` / `TopicValidator`).
 
 use crate::constants::{
-    AUTO_CREATE_TOPIC, BENCHMARK_TOPIC, DLQ_GROUP_TOPIC_PREFIX, OFFSET_MOVED_EVENT,
+    AUTO_CREATE_TOPIC, BENCHMARK_TOPIC, DLQ_GROUP_TOPIC_PREFIX, LMQ_PREFIX, OFFSET_MOVED_EVENT,
     RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC, SELF_TEST_TOPIC, SYSTEM_TOPIC_PREFIX, TRACE_TOPIC,
     TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
 };
@@ -85,6 +85,25 @@ pub fn validate_topic(name: &str) -> Result<(), NameError> {
 /// Checks a group name: same characters as a topic, at most 255.
 pub fn validate_group(name: &str) -> Result<(), NameError> {
     check("group", name, MAX_GROUP_LEN)
+}
+
+/// Whether `name` (a topic or a group) names a light message queue
+/// (`MixAll.isLmq`): it starts with `%LMQ%`.
+pub fn is_lmq(name: &str) -> bool {
+    name.starts_with(LMQ_PREFIX)
+}
+
+/// Whether a message stored in `topic` may be multi-dispatched into light
+/// message queues (`MixAll.topicAllowsLMQ`: not a retry topic, not a
+/// `rmq_sys_` topic, not the schedule topic). This broker also leaves out
+/// the two transaction topics: a prepared message reaches its queues once,
+/// when its commit is stored, never before.
+pub fn topic_allows_lmq(topic: &str) -> bool {
+    !topic.starts_with(RETRY_GROUP_TOPIC_PREFIX)
+        && !topic.starts_with(SYSTEM_TOPIC_PREFIX)
+        && topic != SCHEDULE_TOPIC
+        && topic != TRANS_HALF_TOPIC
+        && topic != TRANS_OP_HALF_TOPIC
 }
 
 /// The broker's own topics (RocketMQ's `TopicValidator.SYSTEM_TOPIC_SET`,

@@ -250,9 +250,41 @@ pub(crate) struct Cleaner {
     pub(crate) guard: DiskGuard,
     /// One pass at a time (the thread and a manual request).
     pub(crate) pass_lock: parking_lot::Mutex<()>,
+    /// `enableLmq`: a pass that deleted segments removes the LMQs whose
+    /// messages all expired.
+    pub(crate) enable_lmq: bool,
+    /// Told of those removals.
+    pub(crate) lmq_removed: LmqRemovedCell,
+}
+
+/// Holds the listener of LMQ removals; `Debug` without the closure.
+#[derive(Default)]
+pub(crate) struct LmqRemovedCell(std::sync::OnceLock<crate::lmq::LmqRemovedListener>);
+
+impl LmqRemovedCell {
+    pub(crate) fn set(&self, listener: crate::lmq::LmqRemovedListener) {
+        let _ = self.0.set(listener);
+    }
+}
+
+impl std::fmt::Debug for LmqRemovedCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "LmqRemovedCell(set)"
+        } else {
+            "LmqRemovedCell(unset)"
+        })
+    }
 }
 
 impl Cleaner {
+    /// Tells the listener of LMQs removed by expiry.
+    pub(crate) fn lmqs_removed(&self, gone: &[String]) {
+        if let (false, Some(listener)) = (gone.is_empty(), self.lmq_removed.0.get()) {
+            listener(gone);
+        }
+    }
+
     fn read_disk(&self) -> Option<f64> {
         self.disk.read().used_ratio()
     }
@@ -333,6 +365,10 @@ impl Cleaner {
         let mut index_files_deleted = 0;
         if deleted > 0 {
             self.dispatcher.correct_min_offset(min_offset)?;
+            if self.enable_lmq {
+                let gone = crate::lmq::remove_expired_lmqs(&self.dispatcher, &self.commit_log)?;
+                self.lmqs_removed(&gone);
+            }
             if let Some(index) = &self.index {
                 index_files_deleted = index.delete_files_below(min_offset)?;
             }

@@ -3,6 +3,7 @@
 
 use rmq_common::cq::{ConsumeQueueStore, CqError, CqUnit};
 use rmq_common::message::record::RecordView;
+use rmq_common::names::is_lmq;
 use rmq_store_file::commitlog::Selected;
 use rmq_store_file::StoreError;
 
@@ -240,6 +241,9 @@ impl MessageStore {
 
     fn get_message_inner(&self, req: &GetRequest<'_>) -> Result<GetMessageResult, StoreError> {
         let (topic, queue_id, offset) = (req.topic, req.queue_id, req.offset);
+        if is_lmq(topic) {
+            self.check_lmq_limit()?;
+        }
         // One backend for the whole read, even if a flip happens meanwhile
         // (both hold the same units up to where it happened).
         let cq = self.consume_queue();
@@ -297,10 +301,7 @@ impl MessageStore {
         topic: &str,
         queue_id: i32,
     ) -> Result<bool, StoreError> {
-        Ok(cq
-            .queues()?
-            .iter()
-            .any(|q| q.topic == topic && q.queue_id == queue_id))
+        Ok(cq.has_queue(topic, queue_id)?)
     }
 
     fn read_units(

@@ -30,6 +30,7 @@ mod filter;
 mod get;
 pub mod headroom;
 mod lanes;
+mod lmq;
 mod lookup;
 pub mod metrics;
 mod open;
@@ -43,6 +44,7 @@ pub use factory::{backend_dir, disk_use, open_backend, open_consume_queue_store}
 pub use filter::{MessageFilter, SubscriptionFilter, TagFilter};
 pub use get::{GetMessageResult, GetRequest, GetStatus, DEFAULT_MAX_BYTES};
 pub use lanes::{BackendStatus, CqAdminError, CqChoice, FlipError, FlipStep};
+pub use lmq::LmqRemovedListener;
 pub use open::StartupReport;
 pub use put::{is_permanent, wants_wait, PutMessageResult, PutStatus};
 pub use verify::{Difference, VerifyError, VerifyOptions, VerifyReport};
@@ -226,6 +228,7 @@ impl MessageStore {
         }
         self.dispatcher
             .correct_min_offset(self.commit_log.min_offset())?;
+        gone.extend(self.remove_expired_lmqs()?);
         Ok(gone)
     }
 

@@ -171,6 +171,7 @@ pub struct LaneMetrics {
     cq_write_batch: Histogram,
     dispatch_delay: Histogram,
     entries: Counter,
+    lmq_entries: Counter,
 }
 
 impl std::fmt::Debug for LaneMetrics {
@@ -192,6 +193,7 @@ impl LaneMetrics {
             cq_write_batch: metrics::histogram!(names::CQ_WRITE_BATCH_SIZE, l()),
             dispatch_delay: metrics::histogram!(names::DISPATCH_DELAY_SECONDS, l()),
             entries: metrics::counter!(names::CQ_ENTRIES_TOTAL, l()),
+            lmq_entries: metrics::counter!(names::CQ_LMQ_ENTRIES_TOTAL, l()),
             labels,
         }
     }
@@ -207,11 +209,15 @@ impl LaneMetrics {
         Self::new(&get("broker"), &get("backend"), role)
     }
 
-    /// One consume-queue write of `units`, from hand-over to written.
-    pub fn cq_write(&self, units: usize, took: Duration) {
+    /// One consume-queue write of `units` (of which `lmq_units` went into
+    /// light message queues), from hand-over to written.
+    pub fn cq_write(&self, units: usize, lmq_units: usize, took: Duration) {
         self.cq_write_batch.record(units as f64);
         self.cq_write_latency.record(took.as_secs_f64());
         self.entries.increment(units as u64);
+        if lmq_units > 0 {
+            self.lmq_entries.increment(lmq_units as u64);
+        }
     }
 
     /// A record became readable `delay_ms` after it was stored.
@@ -248,6 +254,8 @@ pub mod names {
     pub const CQ_WRITE_LATENCY_SECONDS: &str = "rmq_cq_write_latency_seconds";
     /// Units written to a consume-queue backend (rate: entries/s).
     pub const CQ_ENTRIES_TOTAL: &str = "rmq_cq_entries_total";
+    /// Of those, units written into light message queues (multi-dispatch).
+    pub const CQ_LMQ_ENTRIES_TOTAL: &str = "rmq_cq_lmq_entries_total";
     /// Consume-queue read latency.
     pub const CQ_READ_LATENCY_SECONDS: &str = "rmq_cq_read_latency_seconds";
 }

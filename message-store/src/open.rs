@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 use rmq_common::config::CqBackend;
-use rmq_common::cq::ConsumeQueueStore;
+use rmq_common::constants::LMQ_QUEUE_ID;
+use rmq_common::cq::{ConsumeQueueStore, CqError};
+use rmq_common::names::is_lmq;
 use rmq_common::time::{Clock, SystemClock};
 use rmq_common::StoreConfig;
 use rmq_store_file::commitlog::{CommitLog, RecoverOptions, RecoveryReport};
@@ -120,16 +122,19 @@ impl MessageStore {
         let redispatch_from = cq
             .dispatched_phy_offset()?
             .clamp(commit_log.min_offset(), recovery.tail);
-        let dispatcher = Arc::new(Dispatcher::new(
-            Role::Serving,
-            Arc::clone(&commit_log),
-            Arc::clone(&cq),
-            index.clone(),
-            redispatch_from,
-            delay_levels.clone(),
-            LaneMetrics::new(broker, backend.as_str(), Role::Serving),
-            reput_parse_workers(&config),
-        ));
+        let dispatcher = Arc::new(
+            Dispatcher::new(
+                Role::Serving,
+                Arc::clone(&commit_log),
+                Arc::clone(&cq),
+                index.clone(),
+                redispatch_from,
+                delay_levels.clone(),
+                LaneMetrics::new(broker, backend.as_str(), Role::Serving),
+                reput_parse_workers(&config),
+            )
+            .with_multi_dispatch(config.enable_lmq && config.enable_multi_dispatch),
+        );
         if let Some(shadow) = shadow {
             // Fed from here on; it fills what it lacks from the CommitLog
             // by itself once the serving backend has caught up.
@@ -147,10 +152,19 @@ impl MessageStore {
         let queues = cq.queues()?;
         let mut offsets = Vec::with_capacity(queues.len());
         for q in &queues {
+            if config.enable_lmq && is_lmq(&q.topic) && q.queue_id == LMQ_QUEUE_ID {
+                // Loaded on its first append instead (see below).
+                continue;
+            }
             let max = cq.max_offset(&q.topic, q.queue_id)?;
             offsets.push((q.clone(), max));
         }
         commit_log.set_queue_offsets(offsets);
+        let serving = Arc::downgrade(&dispatcher);
+        commit_log.set_lmq_offset_source(Arc::new(move |queue: &str| match serving.upgrade() {
+            Some(d) => d.cq().max_offset(queue, LMQ_QUEUE_ID),
+            None => Err(CqError::Closed),
+        }));
 
         let cleaner = Arc::new(Cleaner {
             policy: CleanPolicy::from_config(&config)?,
@@ -163,6 +177,8 @@ impl MessageStore {
             disk: RwLock::new(Arc::new(FsDiskUsage(config.commit_log_dir()))),
             guard: DiskGuard::new(config.disk_space_warning_level_ratio_pct),
             pass_lock: Mutex::new(()),
+            enable_lmq: config.enable_lmq,
+            lmq_removed: Default::default(),
         });
         let services = Services::start(
             &config,

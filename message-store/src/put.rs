@@ -148,6 +148,7 @@ impl MessageStore {
     fn append_one_counted(&self, msg: &MessageToStore) -> Result<Appended, StoreError> {
         self.ensure_writable()?;
         self.cleaner.admit_write()?;
+        self.admit_lmq(std::slice::from_ref(msg))?;
         let msg = schedule_rewrite(&self.delay_levels, msg);
         let r = self.commit_log.append(&msg)?;
         self.dispatcher.notify_new_data();
@@ -162,6 +163,7 @@ impl MessageStore {
     fn append_many_counted(&self, msgs: &[MessageToStore]) -> Result<Appended, StoreError> {
         self.ensure_writable()?;
         self.cleaner.admit_write()?;
+        self.admit_lmq(msgs)?;
         let appended = self.commit_log.append_batch(msgs)?;
         self.dispatcher.notify_new_data();
         self.appended.notify_waiters();
@@ -188,6 +190,21 @@ impl MessageStore {
             status,
             appended: a.appended,
         }
+    }
+
+    /// Refuses multi-dispatch messages while the file consume queue holds
+    /// more LMQ queues than `maxLmqConsumeQueueNum` (as RocketMQ 4.x does;
+    /// the RocksDB backend has no such limit).
+    fn admit_lmq(&self, msgs: &[MessageToStore]) -> Result<(), StoreError> {
+        let multi = |m: &MessageToStore| {
+            m.properties
+                .get(property::INNER_MULTI_DISPATCH)
+                .is_some_and(|v| !v.trim().is_empty())
+        };
+        if !msgs.iter().any(multi) {
+            return Ok(());
+        }
+        self.check_lmq_limit()
     }
 
     /// Whether a put waits for the flush: SYNC_FLUSH, unless the message

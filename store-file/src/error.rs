@@ -99,6 +99,16 @@ pub enum StoreError {
     /// This store only takes what its master streams (a slave).
     #[error("service not available now: this broker is a slave (messages are put to its master)")]
     Slave,
+    /// File consume queue: more light message queues exist than
+    /// `maxLmqConsumeQueueNum` allows, so multi-dispatch sends and LMQ pulls
+    /// are refused (RocketMQ's LMQ_CONSUME_QUEUE_NUM_EXCEEDED).
+    #[error("[LMQ_CONSUME_QUEUE_NUM_EXCEEDED]broker config enableLmq and enableMultiDispatch, lmq consumeQueue num exceed maxLmqConsumeQueueNum config num: {count} LMQ queues, maxLmqConsumeQueueNum {max}")]
+    LmqQueueNumExceeded {
+        /// LMQ queues in the file consume queue.
+        count: u64,
+        /// `maxLmqConsumeQueueNum`.
+        max: u32,
+    },
 }
 
 impl StoreError {

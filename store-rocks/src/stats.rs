@@ -10,13 +10,21 @@ use rocksdb::properties::{
 };
 use rocksdb::statistics::Ticker;
 
+use rmq_common::names::is_lmq;
+
 use crate::db::Db;
 use crate::shared::Shared;
 
 /// Collects the stats; engine numbers are zero once the store is closed.
 pub(crate) fn collect(shared: &Shared) -> CqStats {
+    let (queues, lmq_queues) = {
+        let offsets = shared.offsets.read();
+        let lmq = offsets.queues.keys().filter(|k| is_lmq(&k.topic)).count();
+        (offsets.queues.len() as u64, lmq as u64)
+    };
     let mut s = CqStats {
-        queues: shared.offsets.read().queues.len() as u64,
+        queues,
+        lmq_queues,
         pending_writes: shared.pending_units.load(Ordering::Relaxed),
         ..CqStats::default()
     };

@@ -11,6 +11,7 @@ use rmq_common::cq::{
     AsQueueKey, Boundary, ConsumeQueueStore, CqError, CqPut, CqStats, CqUnit, PutCallback,
     QueueKey, StoreTimeSource,
 };
+use rmq_common::names::is_lmq;
 use rmq_common::StoreConfig;
 use rocksdb::{FlushOptions, ReadOptions};
 
@@ -326,6 +327,21 @@ impl ConsumeQueueStore for RocksConsumeQueueStore {
         let mut keys: Vec<QueueKey> = self.shared.offsets.read().queues.keys().cloned().collect();
         keys.sort();
         Ok(keys)
+    }
+
+    fn has_queue(&self, topic: &str, queue_id: i32) -> Result<bool, CqError> {
+        self.shared.check_open()?;
+        let offsets = self.shared.offsets.read();
+        Ok(offsets
+            .queues
+            .contains_key(&(topic, queue_id) as &dyn AsQueueKey))
+    }
+
+    fn lmq_queues(&self) -> u64 {
+        // Only metrics ask (the limit is the file backend's): a walk of the
+        // cache's keys, no allocation.
+        let offsets = self.shared.offsets.read();
+        offsets.queues.keys().filter(|k| is_lmq(&k.topic)).count() as u64
     }
 
     fn stats(&self) -> CqStats {

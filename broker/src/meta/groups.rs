@@ -8,7 +8,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::MetaError;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use parking_lot::RwLock;
+use rmq_common::names::is_lmq;
 use rmq_common::remoting::body::{DataVersion, SubscriptionGroupConfig};
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +44,9 @@ pub struct SubscriptionGroupManager {
     state: RwLock<GroupsFile>,
     generations: Generations,
     journal: Journal,
+    /// `enableLmq`: every `%LMQ%` group exists with the defaults and is
+    /// never stored (RocketMQ's `LmqSubscriptionGroupManager`).
+    lmq: AtomicBool,
 }
 
 impl Keyed for SubscriptionGroupConfig {
@@ -75,11 +81,25 @@ impl SubscriptionGroupManager {
             state: RwLock::new(file),
             generations: Generations::default(),
             journal,
+            lmq: AtomicBool::new(false),
         })
+    }
+
+    /// Serves `%LMQ%` group names with the default settings, without
+    /// storing them (`enableLmq`).
+    pub fn serve_lmq(&self, on: bool) {
+        self.lmq.store(on, Ordering::Relaxed);
+    }
+
+    fn is_served_lmq(&self, group: &str) -> bool {
+        self.lmq.load(Ordering::Relaxed) && is_lmq(group)
     }
 
     /// A group's settings.
     pub fn get(&self, group: &str) -> Option<SubscriptionGroupConfig> {
+        if self.is_served_lmq(group) {
+            return Some(SubscriptionGroupConfig::named(group));
+        }
         self.state
             .read()
             .subscription_group_table
@@ -100,6 +120,13 @@ impl SubscriptionGroupManager {
     /// Whether `group` may consume at all and by broadcasting, if it
     /// exists (the pull path's check, without copying the config).
     pub fn permits(&self, group: &str) -> Option<GroupPermits> {
+        if self.is_served_lmq(group) {
+            let g = SubscriptionGroupConfig::named(group);
+            return Some(GroupPermits {
+                consume_enable: g.consume_enable,
+                consume_broadcast_enable: g.consume_broadcast_enable,
+            });
+        }
         self.state
             .read()
             .subscription_group_table
@@ -118,6 +145,16 @@ impl SubscriptionGroupManager {
         groups: impl IntoIterator<Item = &'a str>,
     ) -> Vec<SubscriptionGroupConfig> {
         let groups: Vec<&str> = groups.into_iter().collect();
+        if groups.iter().any(|g| self.is_served_lmq(g)) {
+            // LMQ groups are never stored; the others one by one (rare).
+            return groups
+                .iter()
+                .flat_map(|g| match self.is_served_lmq(g) {
+                    true => vec![SubscriptionGroupConfig::named(g)],
+                    false => self.get_or_create([*g]),
+                })
+                .collect();
+        }
         {
             let s = self.state.read();
             if groups

@@ -138,6 +138,16 @@ impl ConsumerOffsetManager {
         self.remove_keys(|k| k.starts_with(&prefix))
     }
 
+    /// [`ConsumerOffsetManager::remove_topic`] for many topics in one walk
+    /// of the table (LMQs removed by expiry).
+    pub fn remove_topics(&self, topics: &[String]) -> usize {
+        for topic in topics {
+            self.pulled.remove_topic(topic);
+        }
+        let doomed: std::collections::HashSet<&str> = topics.iter().map(String::as_str).collect();
+        self.remove_keys(|k| k.split_once('@').is_some_and(|(t, _)| doomed.contains(t)))
+    }
+
     fn remove_keys(&self, doomed: impl Fn(&str) -> bool) -> usize {
         let mut s = self.state.lock();
         let before = s.offset_table.len();

@@ -12,9 +12,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::error::MetaError;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use parking_lot::{Mutex, RwLock};
 use rmq_common::constants::AUTO_CREATE_TOPIC;
-use rmq_common::names::validate_topic;
+use rmq_common::names::{is_lmq, validate_topic};
 use rmq_common::remoting::body::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
 
 use super::generation::Generation;
@@ -39,6 +41,9 @@ pub struct TopicConfigManager {
     generations: Generations,
     journal: Journal,
     unregistered: Mutex<Unregistered>,
+    /// `enableLmq`: every `%LMQ%` name is a topic of one queue that is never
+    /// stored (RocketMQ's `LmqTopicConfigManager`).
+    lmq: AtomicBool,
 }
 
 /// Topic changes the NameServers have not been told of yet (the
@@ -125,11 +130,26 @@ impl TopicConfigManager {
             generations: Generations::default(),
             journal,
             unregistered: Mutex::new(Unregistered::default()),
+            lmq: AtomicBool::new(false),
         })
+    }
+
+    /// Serves `%LMQ%` names as topics of one readable and writable queue,
+    /// without config (`enableLmq`); creating or updating one is ignored,
+    /// as RocketMQ does.
+    pub fn serve_lmq(&self, on: bool) {
+        self.lmq.store(on, Ordering::Relaxed);
+    }
+
+    fn is_served_lmq(&self, topic: &str) -> bool {
+        self.lmq.load(Ordering::Relaxed) && is_lmq(topic)
     }
 
     /// The config of `topic`.
     pub fn get(&self, topic: &str) -> Option<TopicConfig> {
+        if self.is_served_lmq(topic) {
+            return Some(TopicConfig::new(topic, 1));
+        }
         self.state.read().topic_config_table.get(topic).cloned()
     }
 
@@ -230,6 +250,10 @@ impl TopicConfigManager {
     /// nothing, without waiting for the disk; returns the change's
     /// generation for [`TopicConfigManager::wait_persisted`].
     pub fn apply_many(&self, configs: Vec<TopicConfig>) -> Result<Generation, TopicError> {
+        let configs: Vec<TopicConfig> = configs
+            .into_iter()
+            .filter(|c| !self.is_served_lmq(&c.topic_name))
+            .collect();
         for config in &configs {
             check(config)?;
         }

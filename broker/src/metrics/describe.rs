@@ -92,6 +92,21 @@ const HELP: &[(Kind, &str, &str)] = &[
     (G, n::CQ_QUEUES, "Queues a consume-queue backend knows."),
     (
         G,
+        n::CQ_LMQ_QUEUES,
+        "Light message queues (%LMQ%) a consume-queue backend knows.",
+    ),
+    (
+        G,
+        n::LMQ_OFFSETS_HELD,
+        "Light message queues whose next offset the put path holds in memory.",
+    ),
+    (
+        C,
+        n::CQ_LMQ_ENTRIES_TOTAL,
+        "Units written into light message queues (multi-dispatch), per backend.",
+    ),
+    (
+        G,
         n::CQ_BEHIND_BYTES,
         "CommitLog bytes a consume-queue backend has not written yet.",
     ),

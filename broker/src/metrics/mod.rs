@@ -59,6 +59,11 @@ pub mod names {
     pub const CQ_DISK_BYTES: &str = "rmq_cq_disk_bytes";
     /// Queues a consume-queue backend knows.
     pub const CQ_QUEUES: &str = "rmq_cq_queues";
+    /// Of those, light message queues (`%LMQ%`).
+    pub const CQ_LMQ_QUEUES: &str = "rmq_cq_lmq_queues";
+    /// Light message queues whose next offset the put path holds in memory
+    /// (each appended to since the broker started).
+    pub const LMQ_OFFSETS_HELD: &str = "rmq_lmq_offsets_held";
     /// CommitLog bytes a consume-queue backend has not written yet.
     pub const CQ_BEHIND_BYTES: &str = "rmq_cq_behind_bytes";
     /// Batches the shadow's queue dropped (it read them from the CommitLog

@@ -24,6 +24,8 @@ pub(super) struct DiskBytes(HashMap<CqBackend, (Instant, u64, u64)>);
 
 impl Sampler {
     pub(super) fn consume_queues(&self) {
+        metrics::gauge!(names::LMQ_OFFSETS_HELD, vec![self.broker_label()])
+            .set(self.ctx.store.commit_log().lmq_offsets_held() as f64);
         let status = self.ctx.store.cq_status();
         let serving_at = status
             .iter()
@@ -44,6 +46,7 @@ impl Sampler {
                 (st.mapped_bytes + st.memtable_bytes + st.block_cache_usage_bytes) as f64,
             );
             gauge(names::CQ_QUEUES, st.queues as f64);
+            gauge(names::CQ_LMQ_QUEUES, st.lmq_queues as f64);
             gauge(names::CQ_DISPATCHED_OFFSET, s.written_to as f64);
             gauge(names::CQ_BEHIND_BYTES, s.behind_bytes as f64);
             if s.role == Role::Shadow {

@@ -99,6 +99,22 @@ pub trait ConsumeQueueStore: Send + Sync + std::fmt::Debug {
     /// Every queue that has ever received a unit and was not deleted.
     fn queues(&self) -> Result<Vec<QueueKey>, CqError>;
 
+    /// Whether `queues` would list (topic, queue_id), without listing them.
+    fn has_queue(&self, topic: &str, queue_id: i32) -> Result<bool, CqError> {
+        Ok(self
+            .queues()?
+            .iter()
+            .any(|q| q.topic == topic && q.queue_id == queue_id))
+    }
+
+    /// Queues of light message queues (`%LMQ%` topics) known. Cheap: the
+    /// put path reads it for `maxLmqConsumeQueueNum`.
+    fn lmq_queues(&self) -> u64 {
+        self.queues().map_or(0, |q| {
+            q.iter().filter(|k| crate::names::is_lmq(&k.topic)).count() as u64
+        })
+    }
+
     /// Plain numbers about the backend; metrics read them.
     fn stats(&self) -> CqStats;
 

@@ -139,6 +139,8 @@ pub trait StoreTimeSource {
 pub struct CqStats {
     /// Queues known.
     pub queues: u64,
+    /// Of those, light message queues (`%LMQ%` topics).
+    pub lmq_queues: u64,
     /// File descriptors the backend holds open.
     pub open_files: u64,
     /// Memory maps the backend holds.

@@ -1,6 +1,7 @@
 //! The message model and its byte codecs.
 
 pub mod batch;
+pub mod lmq;
 pub mod msg_id;
 pub mod properties;
 pub mod record;

@@ -270,6 +270,27 @@ pub fn encode_record(msg: &MessageToStore, header: RecordHeader) -> Result<Vec<u
     Ok(out)
 }
 
+/// Replaces the PROPERTIES of an encoded record with `props` (wire form),
+/// fixing PROPERTIESLENGTH and TOTALSIZE; the rest of the record is kept
+/// byte for byte. `record` must come from [`encode_record`].
+pub fn replace_properties(record: &mut Vec<u8>, props: &[u8]) -> Result<(), RecordError> {
+    if props.len() > MAX_PROPERTIES_LEN {
+        return Err(RecordError::PropertiesTooLong { len: props.len() });
+    }
+    let props_start = RecordView::parse(record, false)?.props_start;
+    let total = props_start + props.len();
+    let total_i32 = i32::try_from(total).map_err(|_| RecordError::SizeMismatch {
+        declared: i64::from(i32::MAX),
+        computed: total as i64,
+    })?;
+    record.truncate(props_start - 2);
+    // At most MAX_PROPERTIES_LEN, checked above.
+    record.extend_from_slice(&(props.len() as i16).to_be_bytes());
+    record.extend_from_slice(props);
+    record[..4].copy_from_slice(&total_i32.to_be_bytes());
+    Ok(())
+}
+
 /// Rewrites QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP of an encoded
 /// record in place. `record` must come from [`encode_record`].
 pub fn patch_header(record: &mut [u8], header: RecordHeader) {

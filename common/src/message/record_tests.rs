@@ -251,3 +251,20 @@ fn encoded_len_is_the_length_encode_produces() {
     m.topic = "t".repeat(300);
     assert!(encoded_len(&m).is_err());
 }
+
+#[test]
+fn replaced_properties_equal_a_record_encoded_with_them() {
+    let mut msg = sample();
+    let mut bytes = encode_record(&msg, HEADER).unwrap();
+    msg.properties.insert("INNER_MULTI_QUEUE_OFFSET", "12,,3");
+    msg.properties.remove("K");
+    let props = msg.properties.encode().unwrap();
+    replace_properties(&mut bytes, &props).unwrap();
+    assert_eq!(bytes, encode_record(&msg, HEADER).unwrap());
+    let v = RecordView::parse(&bytes, true).unwrap();
+    assert_eq!(
+        v.property("INNER_MULTI_QUEUE_OFFSET").as_deref(),
+        Some("12,,3")
+    );
+    assert_eq!(v.property("K"), None);
+}

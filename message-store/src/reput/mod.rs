@@ -7,9 +7,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
+use rmq_common::constants::LMQ_QUEUE_ID;
 use rmq_common::cq::{ConsumeQueueStore, CqError, CqPut};
 use rmq_common::delay::{delay_level_of_view, is_schedule_topic};
 use rmq_common::message::record::RecordView;
+use rmq_common::names::is_lmq;
 use rmq_common::service::{Next, Service, Signal};
 use rmq_common::{DelayLevels, DispatchRequest};
 use rmq_store_file::commitlog::CommitLog;
@@ -83,6 +85,9 @@ pub(crate) struct Dispatcher {
     partial_tail: std::sync::atomic::AtomicBool,
     /// Passes that failed (each is retried).
     failed_passes: std::sync::atomic::AtomicU64,
+    /// `enableLmq` and `enableMultiDispatch`: a record's light message
+    /// queues get units too.
+    multi_dispatch: bool,
 }
 
 /// What readers can see: the offset whose units are written, the readers to
@@ -175,7 +180,15 @@ impl Dispatcher {
             new_data: Signal::new(),
             partial_tail: std::sync::atomic::AtomicBool::new(false),
             failed_passes: std::sync::atomic::AtomicU64::new(0),
+            multi_dispatch: false,
         }
+    }
+
+    /// Dispatches into light message queues too (`enableLmq` and
+    /// `enableMultiDispatch`).
+    pub(crate) fn with_multi_dispatch(mut self, on: bool) -> Self {
+        self.multi_dispatch = on;
+        self
     }
 
     /// CommitLog offset below which every record's units are readable.
@@ -327,6 +340,9 @@ impl Dispatcher {
             ));
         }
         let mut request = DispatchRequest::from_record(&view);
+        if !self.multi_dispatch {
+            request.lmq.clear();
+        }
         if is_schedule_topic(&request.topic) {
             if let Some(due) = self
                 .delay_levels
@@ -348,11 +364,7 @@ impl Dispatcher {
         from: i64,
         next_from: i64,
     ) -> Result<(), StoreError> {
-        let puts: Vec<CqPut> = requests
-            .iter()
-            .filter(|r| r.goes_to_consume_queue())
-            .map(CqPut::from)
-            .collect();
+        let puts = units_of(requests);
         if let Some(shadow) = self.shadow.lock().as_ref() {
             shadow.offer(ShadowBatch {
                 from,
@@ -390,6 +402,7 @@ impl Dispatcher {
         let visible = Arc::clone(&self.visible);
         let commit_log = Arc::clone(&self.commit_log);
         let metrics = self.lane.read().clone();
+        let lmq_units = puts.iter().filter(|p| is_lmq(&p.topic)).count();
         let store_times: Vec<i64> = puts.iter().map(|p| p.store_timestamp).collect();
         let handed_over = std::time::Instant::now();
         self.cq().put_async(
@@ -397,7 +410,7 @@ impl Dispatcher {
             next_from,
             Box::new(move |result| {
                 if result.is_ok() {
-                    metrics.cq_write(store_times.len(), handed_over.elapsed());
+                    metrics.cq_write(store_times.len(), lmq_units, handed_over.elapsed());
                     let now = rmq_common::time::now_ms();
                     for ts in &store_times {
                         metrics.dispatched(now - ts);
@@ -407,6 +420,25 @@ impl Dispatcher {
             }),
         );
     }
+}
+
+/// The consume-queue units of `requests`, in CommitLog order: each
+/// consumable record's own unit, then one per light message queue it names
+/// (so a backend writes all of one message's units in the same batch).
+fn units_of(requests: &[DispatchRequest]) -> Vec<CqPut> {
+    let mut puts = Vec::with_capacity(requests.len());
+    for r in requests.iter().filter(|r| r.goes_to_consume_queue()) {
+        puts.push(CqPut::from(r));
+        for t in &r.lmq {
+            puts.push(CqPut {
+                topic: t.queue.clone(),
+                queue_id: LMQ_QUEUE_ID,
+                queue_offset: t.offset,
+                ..CqPut::from(r)
+            });
+        }
+    }
+    puts
 }
 
 /// Longest sleep between passes when no append notified us.

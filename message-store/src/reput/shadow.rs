@@ -78,16 +78,19 @@ impl Shadow {
         from: i64,
         lane: LaneMetrics,
     ) -> Result<Self, StoreError> {
-        let lane = Arc::new(Dispatcher::new(
-            Role::Shadow,
-            Arc::clone(&leader.commit_log),
-            cq,
-            None,
-            from,
-            leader.delay_levels.clone(),
-            lane,
-            1,
-        ));
+        let lane = Arc::new(
+            Dispatcher::new(
+                Role::Shadow,
+                Arc::clone(&leader.commit_log),
+                cq,
+                None,
+                from,
+                leader.delay_levels.clone(),
+                lane,
+                1,
+            )
+            .with_multi_dispatch(leader.multi_dispatch),
+        );
         if leader.partial_tail.load(Ordering::Acquire) {
             lane.accept_partial_tail();
         }

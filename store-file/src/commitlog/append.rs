@@ -9,6 +9,10 @@ use rmq_common::message::{
 };
 use rmq_common::names::validate_topic;
 
+use rmq_common::constants::LMQ_QUEUE_ID;
+use rmq_common::names::is_lmq;
+
+use super::lmq::{is_multi_dispatch, stamp_offsets, LmqTaken};
 use super::CommitLog;
 use crate::error::{Result, StoreError};
 
@@ -109,11 +113,47 @@ impl CommitLog {
     }
 
     fn append_encoded(&self, mut batch: Vec<Encoded<'_>>) -> Result<Vec<AppendResult>> {
-        let total: usize = batch.iter().map(|e| e.bytes.len()).sum();
         let mut put = self.put.lock();
         self.check_poisoned()?;
         let store_timestamp = self.clock.now_ms();
         let _held = LockHeld::new(&self.put_locked_since, store_timestamp);
+        let put = &mut *put;
+
+        // Offsets in light message queues, taken in batch order (and written
+        // into each record) before the batch's size is known. A message
+        // stored straight into an LMQ takes its own offset there first, from
+        // the same table as multi-dispatched ones.
+        let mut lmq_taken = LmqTaken::default();
+        let mut own_lmq: Vec<Option<i64>> = Vec::new();
+        if self.enable_lmq {
+            for e in batch.iter_mut() {
+                let msg = e.msg;
+                let own = (sysflag::is_consumable(msg.sys_flag)
+                    && msg.queue_id == LMQ_QUEUE_ID
+                    && is_lmq(&msg.topic))
+                .then(|| lmq_taken.take(&mut put.lmq, &msg.topic))
+                .transpose()?;
+                own_lmq.push(own);
+                if is_multi_dispatch(msg) {
+                    stamp_offsets(
+                        msg,
+                        &mut e.bytes,
+                        &mut put.lmq,
+                        &mut lmq_taken,
+                        self.max_message_size,
+                    )?;
+                }
+            }
+        }
+        let total: usize = batch.iter().map(|e| e.bytes.len()).sum();
+        if batch.len() > 1 && total + END_FILE_MIN_BLANK_LENGTH > self.segment_size {
+            return Err(StoreError::MessageIllegal {
+                reason: format!(
+                    "batch of {total} bytes does not fit a {}-byte CommitLog segment",
+                    self.segment_size
+                ),
+            });
+        }
 
         let mut seg = match self.segments.last() {
             Some(s) => s,
@@ -136,10 +176,14 @@ impl CommitLog {
         // Offsets this batch takes, applied to the table only once the bytes
         // are in the segment.
         let mut taken: Vec<(&str, i32, i64)> = Vec::new();
-        for e in batch.iter_mut() {
+        for (i, e) in batch.iter_mut().enumerate() {
             let msg = e.msg;
             let (topic, queue_id) = (msg.topic.as_str(), msg.queue_id);
-            let queue_offset = if sysflag::is_consumable(msg.sys_flag) {
+            let queue_offset = if !sysflag::is_consumable(msg.sys_flag) {
+                0
+            } else if let Some(own) = own_lmq.get(i).copied().flatten() {
+                own
+            } else {
                 let next = match taken
                     .iter()
                     .rev()
@@ -155,8 +199,6 @@ impl CommitLog {
                 };
                 taken.push((topic, queue_id, next));
                 next
-            } else {
-                0
             };
             patch_header(
                 &mut e.bytes,
@@ -193,6 +235,7 @@ impl CommitLog {
             self.poison(reason.clone());
             return Err(StoreError::Poisoned { reason });
         }
+        lmq_taken.apply(&mut put.lmq);
         for (topic, queue_id, offset) in taken {
             // Look up by &str first: the topic String is only allocated for
             // a topic's first message.
@@ -210,7 +253,6 @@ impl CommitLog {
         }
         self.last_store_timestamp
             .store(store_timestamp, Ordering::Release);
-        drop(put);
         Ok(results)
     }
 }

@@ -3,12 +3,14 @@
 
 mod append;
 mod flush;
+mod lmq;
 mod recovery;
 mod replica;
 mod segments;
 
 pub use append::AppendResult;
 pub use flush::{FlushCallback, FlushFailed, FlushService, FlushSettings};
+pub use lmq::LmqOffsetSource;
 pub use recovery::{RecoverOptions, RecoveryReport};
 pub use segments::{parse_segment_name, segment_name, SegmentQueue};
 
@@ -29,6 +31,8 @@ use crate::mapped_file::{FlushMethod, MappedFile};
 #[derive(Debug, Default)]
 struct PutState {
     queue_offsets: HashMap<String, HashMap<i32, i64>>,
+    /// Light message queues (`enableLmq`), kept apart and loaded lazily.
+    lmq: lmq::LmqOffsets,
 }
 
 /// Pending SYNC_FLUSH waiters, and whether the flush thread has stopped
@@ -54,6 +58,8 @@ pub struct CommitLog {
     segments: SegmentQueue,
     segment_size: usize,
     max_message_size: usize,
+    /// `enableLmq`: multi-dispatched messages take LMQ offsets at append.
+    enable_lmq: bool,
     flush_disk_type: FlushDiskType,
     flush_method: FlushMethod,
     clock: Arc<dyn Clock>,
@@ -104,6 +110,7 @@ impl CommitLog {
             segments,
             segment_size,
             max_message_size: config.max_message_size_bytes as usize,
+            enable_lmq: config.enable_lmq,
             flush_disk_type: config.flush_disk_type,
             flush_method: FlushMethod::Fdatasync,
             clock,
@@ -210,9 +217,29 @@ impl CommitLog {
         self.put.lock().queue_offsets = table;
     }
 
-    /// Forgets the queue offsets of a deleted topic.
+    /// Forgets the queue offsets of a deleted topic (or LMQ).
     pub fn remove_topic_offsets(&self, topic: &str) {
-        self.put.lock().queue_offsets.remove(topic);
+        let mut put = self.put.lock();
+        put.queue_offsets.remove(topic);
+        put.lmq.forget(topic);
+    }
+
+    /// Where an LMQ's next offset comes from the first time it is appended
+    /// to (the serving consume queue's max offset).
+    pub fn set_lmq_offset_source(&self, source: LmqOffsetSource) {
+        self.put.lock().lmq.set_source(source);
+    }
+
+    /// Forgets LMQ `queue` unless appends took offsets at or past `max`
+    /// (the consume queue's max offset) that dispatch has not written yet;
+    /// true if forgotten or never held. An expired LMQ is removed only then.
+    pub fn forget_lmq_unless_ahead(&self, queue: &str, max: i64) -> bool {
+        self.put.lock().lmq.forget_unless_ahead(queue, max)
+    }
+
+    /// LMQs whose next offset the put path holds.
+    pub fn lmq_offsets_held(&self) -> usize {
+        self.put.lock().lmq.len()
     }
 
     /// Refuses further writes, remembering why.

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use rmq_common::cq::{
     Boundary, ConsumeQueueStore, CqError, CqPut, CqStats, CqUnit, QueueKey, StoreTimeSource,
 };
+use rmq_common::names::is_lmq;
 use rmq_common::CqBackend;
 
 use super::checkpoint;
@@ -120,11 +121,12 @@ impl ConsumeQueueStore for FileConsumeQueueStore {
             // racing the deletion creates a fresh folder, not one inside the
             // doomed tree.
             let mut map = self.queues.write();
-            for h in map
-                .remove(topic)
-                .into_iter()
-                .flat_map(BTreeMap::into_values)
-            {
+            let removed = map.remove(topic);
+            if is_lmq(topic) {
+                let n = removed.as_ref().map_or(0, BTreeMap::len) as u64;
+                self.lmq_queues.fetch_sub(n, Ordering::Relaxed);
+            }
+            for h in removed.into_iter().flat_map(BTreeMap::into_values) {
                 let mut st = h.state.write();
                 h.unmap_all(&st, &self.env);
                 *st = QueueState::new();
@@ -152,10 +154,22 @@ impl ConsumeQueueStore for FileConsumeQueueStore {
         Ok(keys)
     }
 
+    fn has_queue(&self, topic: &str, queue_id: i32) -> Result<bool, CqError> {
+        self.check_open()?;
+        Ok(self
+            .lookup(topic, queue_id)
+            .is_some_and(|h| !h.state.read().segments.is_empty()))
+    }
+
+    fn lmq_queues(&self) -> u64 {
+        self.lmq_queues.load(Ordering::Relaxed)
+    }
+
     fn stats(&self) -> CqStats {
         let mapped = self.env.pool.len() as u64;
         CqStats {
             queues: self.queues.read().values().map(|q| q.len() as u64).sum(),
+            lmq_queues: self.lmq_queues.load(Ordering::Relaxed),
             // Each mapping keeps its file descriptor open; nothing else does.
             open_files: mapped,
             mapped_files: mapped,

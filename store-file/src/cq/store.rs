@@ -9,6 +9,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use rmq_common::config::CQ_UNIT_SIZE;
 use rmq_common::cq::{CqError, CqPut, QueueKey};
+use rmq_common::names::is_lmq;
 use rmq_common::StoreConfig;
 
 use super::checkpoint::{self, MinEntry};
@@ -38,6 +39,8 @@ pub struct FileConsumeQueueStore {
     pub(super) closed: AtomicBool,
     /// Why writes are refused (an earlier write or fsync failed).
     pub(super) poison: Mutex<Option<String>>,
+    /// Queues of `%LMQ%` topics (`maxLmqConsumeQueueNum` reads it).
+    pub(super) lmq_queues: AtomicU64,
 }
 
 impl std::fmt::Debug for FileConsumeQueueStore {
@@ -82,6 +85,7 @@ impl FileConsumeQueueStore {
         let persisted = checkpoint::read_dispatched(&env.root)?;
         let mut map = QueueMap::new();
         let mut max_end = 0i64;
+        let lmq_queues = handles.iter().filter(|h| is_lmq(&h.key.topic)).count() as u64;
         for h in handles {
             max_end = max_end.max(h.state.read().max_phy_end);
             map.entry(h.key.topic.clone())
@@ -102,6 +106,7 @@ impl FileConsumeQueueStore {
             flush_lock: Mutex::new(persisted),
             closed: AtomicBool::new(false),
             poison: Mutex::new(None),
+            lmq_queues: AtomicU64::new(lmq_queues),
         })
     }
 
@@ -148,6 +153,9 @@ impl FileConsumeQueueStore {
         queues
             .entry(queue_id)
             .or_insert_with(|| {
+                if is_lmq(topic) {
+                    self.lmq_queues.fetch_add(1, Ordering::Relaxed);
+                }
                 let uid = self.next_uid.fetch_add(1, Ordering::Relaxed);
                 QueueHandle::new(
                     QueueKey::new(topic, queue_id),

@@ -317,6 +317,7 @@ mod tests {
             uniq_key: Some("U".into()),
             sys_flag: 0,
             prepared_transaction_offset: 0,
+            lmq: Vec::new(),
         };
         assert_eq!(index_keys(&req), ["T#a", "T#b", "T#U"]);
         req.keys.clear();

@@ -276,6 +276,7 @@ mod tests {
             uniq_key: uniq.map(str::to_owned),
             sys_flag: 0,
             prepared_transaction_offset: 0,
+            lmq: Vec::new(),
         }
     }
 

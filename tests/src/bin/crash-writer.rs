@@ -2,6 +2,9 @@
 //! SYNC_FLUSH until killed, printing one `ACK` line per acknowledged message.
 //!
 //! Usage: `crash-writer write <root> <file|memory> <threads>`
+//!        `crash-writer lmq <root> <backend> <threads>`: as `write`, with
+//!        light message queues on; each message is also dispatched into
+//!        three of [`LMQS`] LMQs, named at the end of its `ACK` line
 //!        `crash-writer open-only <root> <file|memory>`
 //!        `crash-writer flip <root> <serving> <shadow> <step>`: writes with
 //!        4 threads, adds `<shadow>`, lets it catch up, then flips to it and
@@ -16,6 +19,7 @@ use anyhow::{bail, Context};
 use std::time::{Duration, Instant};
 
 use rmq_common::config::CqBackend;
+use rmq_common::constants::property;
 use rmq_common::FlushDiskType;
 use rmq_store::{FlipStep, MessageStore, PutStatus};
 use rmq_tests::{crash_body, message, open_store, small_config};
@@ -62,6 +66,23 @@ fn flip_and_crash(store: &MessageStore, shadow: CqBackend, step: FlipStep) -> Re
         .map_err(|e| e.to_string())
 }
 
+/// LMQs the `lmq` mode spreads its messages over.
+const LMQS: u64 = 50;
+
+/// The three LMQs message `n` of writer `t` is dispatched into.
+fn lmq_names(t: usize, n: u64) -> String {
+    let a = n % LMQS;
+    let b = (n + 17 + t as u64) % LMQS;
+    let c = (n + 34 + 2 * t as u64) % LMQS;
+    let mut names = vec![a, b, c];
+    names.dedup();
+    names
+        .iter()
+        .map(|q| format!("%LMQ%crash{q}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let (mode, root, backend) = match args.as_slice() {
@@ -72,6 +93,9 @@ fn main() -> anyhow::Result<()> {
     let mut config = small_config(std::path::Path::new(root), backend);
     config.mapped_file_size_commit_log_bytes = 256 * 1024;
     config.flush_disk_type = FlushDiskType::SyncFlush;
+    let lmq = mode == "lmq";
+    config.enable_lmq = lmq;
+    config.enable_multi_dispatch = lmq;
     let store = match open_store(&config) {
         Ok(s) => Arc::new(s),
         Err(e) => {
@@ -111,7 +135,13 @@ fn main() -> anyhow::Result<()> {
                 for n in 0u64.. {
                     let token = format!("p{pid}-t{t}-n{n}");
                     let len = 64 + (n as usize * 131) % 900;
-                    let r = store.put_message(&message("Crash", q, crash_body(&token, len)))?;
+                    let mut m = message("Crash", q, crash_body(&token, len));
+                    let lmqs = if lmq { lmq_names(t, n) } else { String::new() };
+                    if lmq {
+                        m.properties
+                            .insert(property::INNER_MULTI_DISPATCH, lmqs.clone());
+                    }
+                    let r = store.put_message(&m)?;
                     if r.status != PutStatus::PutOk {
                         // Not acknowledged: the parent expects nothing of it.
                         eprintln!("crash-writer: {token} not acknowledged: {:?}", r.status);
@@ -121,7 +151,7 @@ fn main() -> anyhow::Result<()> {
                     let mut out = std::io::stdout().lock();
                     writeln!(
                         out,
-                        "ACK {q} {} {} {token} {len}",
+                        "ACK {q} {} {} {token} {len} {lmqs}",
                         a.queue_offset, a.phy_offset
                     )?;
                     out.flush()?;

@@ -10,7 +10,8 @@
 //! rollback, unknown then checked back), `resume` (offsets committed at a
 //! clean client shutdown survive a broker restart: no redelivery) and
 //! `request` (request-reply, sync and async: the broker pushes the reply to
-//! the requester).
+//! the requester) and `lmq` (multi-dispatch into light message queues, each
+//! pulled exactly).
 //!
 //! Needs a JDK 17 and the suite built by `scripts/setup.sh`
 //! (`mvn -f tests/java/pom.xml package dependency:copy-dependencies`); runs
@@ -100,6 +101,10 @@ fn settings_for(scenario: &str, root: &Path, backend: CqBackend) -> Settings {
             s.broker.transaction_time_out_ms = TRANSACTION_CHECK_MS;
         }
         "sql92" => s.broker.enable_property_filter = true,
+        "lmq" => {
+            s.store.enable_lmq = true;
+            s.store.enable_multi_dispatch = true;
+        }
         _ => {}
     }
     s
@@ -186,6 +191,9 @@ java_scenarios! {
     // The admin API (DefaultMQAdminExt 4.9.8) against every administration
     // answer, the consumer's own ones relayed through the broker.
     V4 "admin" => java_admin_file, java_admin_rocksdb;
+    // Light message queues: a multi-dispatch send, then each LMQ pulled
+    // exactly (LmqScenario.java).
+    V4 "lmq" => java_lmq_file, java_lmq_rocksdb;
     V5 "send" => java5_send_file, java5_send_rocksdb;
     V5 "orderly" => java5_orderly_file, java5_orderly_rocksdb;
     V5 "tags" => java5_tags_file, java5_tags_rocksdb;
@@ -199,4 +207,5 @@ java_scenarios! {
     // RocketMQ 5.x POP through the 5.3.3 client's own pop, ack and
     // change-invisible-time calls (PopScenario.java).
     V5 "pop" => java5_pop_file, java5_pop_rocksdb;
+    V5 "lmq" => java5_lmq_file, java5_lmq_rocksdb;
 }

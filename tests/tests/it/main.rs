@@ -34,6 +34,7 @@ mod hostile_poison;
 mod hostile_stall;
 mod hostile_topics;
 mod java_client;
+mod lmq_store;
 mod meta5x;
 mod meta_crash;
 mod meta_scale;

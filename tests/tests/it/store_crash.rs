@@ -30,6 +30,8 @@ struct Ack {
     queue_offset: i64,
     token: String,
     len: usize,
+    /// The LMQs the message was also dispatched into (`lmq` mode).
+    lmqs: Vec<String>,
 }
 
 fn parse_ack(line: &str) -> Option<Ack> {
@@ -40,18 +42,23 @@ fn parse_ack(line: &str) -> Option<Ack> {
     let _phy: i64 = it.next()?.parse().ok()?;
     let token = it.next()?.to_owned();
     let len = it.next()?.parse().ok()?;
+    let lmqs = it
+        .next()
+        .map(|l| l.split(',').map(str::to_owned).collect())
+        .unwrap_or_default();
     Some(Ack {
         queue,
         queue_offset,
         token,
         len,
+        lmqs,
     })
 }
 
-fn run_and_kill(root: &std::path::Path, backend: &str) -> Vec<Ack> {
+fn run_and_kill(root: &std::path::Path, mode: &str, backend: &str) -> Vec<Ack> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_crash-writer"))
         .args([
-            "write",
+            mode,
             root.to_str().unwrap(),
             backend,
             &WRITER_THREADS.to_string(),
@@ -103,7 +110,7 @@ fn crash_rounds(backend: CqBackend) {
     let dir = tempfile::tempdir().unwrap();
     let mut acked: HashMap<(i32, i64), Ack> = HashMap::new();
     for round in 0..ROUNDS {
-        let acks = run_and_kill(dir.path(), backend.as_str());
+        let acks = run_and_kill(dir.path(), "write", backend.as_str());
         for a in acks {
             let prev = acked.insert((a.queue, a.queue_offset), a.clone());
             assert!(
@@ -148,5 +155,66 @@ fn crash_rounds(backend: CqBackend) {
 fn sigkill_under_sync_flush_loses_no_acknowledged_message() {
     for backend in BACKENDS {
         crash_rounds(backend);
+    }
+}
+
+/// Kill -9 while multi-dispatched messages are appended and dispatched:
+/// after each restart every LMQ is gapless from 0, and every acknowledged
+/// message is in each of its LMQs exactly once, with its body; offsets go
+/// on after the restart without reuse.
+fn lmq_crash_rounds(backend: CqBackend) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut acked: Vec<Ack> = Vec::new();
+    for round in 0..LMQ_ROUNDS {
+        acked.extend(run_and_kill(dir.path(), "lmq", backend.as_str()));
+        let mut config = small_config(dir.path(), backend);
+        config.mapped_file_size_commit_log_bytes = 256 * 1024;
+        config.enable_lmq = true;
+        config.enable_multi_dispatch = true;
+        let store = open_store(&config).unwrap();
+        let mut lmqs: HashMap<String, Vec<Vec<u8>>> = HashMap::new();
+        for a in &acked {
+            for l in &a.lmqs {
+                lmqs.entry(l.clone()).or_insert_with(|| {
+                    let got = read_queue(&store, l, 0);
+                    for (i, m) in got.iter().enumerate() {
+                        assert_eq!(m.queue_offset, i as i64, "round {round}: gap in {l}");
+                    }
+                    got.into_iter().map(|m| m.body).collect()
+                });
+            }
+        }
+        assert!(
+            lmqs.len() >= 10,
+            "round {round}: the acknowledged messages name only {} LMQs",
+            lmqs.len()
+        );
+        for a in &acked {
+            let body = crash_body(&a.token, a.len);
+            for l in &a.lmqs {
+                let n = lmqs[l].iter().filter(|b| **b == body).count();
+                assert_eq!(
+                    n, 1,
+                    "round {round}: acknowledged {} is {n} times in {l}",
+                    a.token
+                );
+            }
+        }
+        if round % 2 == 0 {
+            store.shutdown().unwrap();
+        } else {
+            store.halt_as_if_crashed();
+        }
+    }
+    assert!(acked.len() >= LMQ_ROUNDS * MIN_ACKS_BEFORE_KILL);
+}
+
+/// Rounds of [`lmq_crash_rounds`] per backend.
+const LMQ_ROUNDS: usize = 3;
+
+#[test]
+fn sigkill_during_lmq_dispatch_loses_no_acknowledged_message() {
+    for backend in [CqBackend::File, CqBackend::Rocksdb] {
+        lmq_crash_rounds(backend);
     }
 }

@@ -42,6 +42,7 @@ public final class ClientSuite {
         SCENARIOS.put("transaction", TransactionScenario::run);
         SCENARIOS.put("request", RequestReplyScenario::run);
         SCENARIOS.put("consume", ConsumeScenario::run);
+        SCENARIOS.put("lmq", LmqScenario::run);
         Compat.addScenarios(SCENARIOS);
     }
 
