@@ -12,7 +12,7 @@ use rmq_common::cq::{ConsumeQueueStore, CqError};
 use rmq_common::names::is_lmq;
 use rmq_common::time::{Clock, SystemClock};
 use rmq_common::StoreConfig;
-use rmq_store_file::commitlog::{CommitLog, RecoverOptions, RecoveryReport};
+use rmq_store_file::commitlog::{CommitLog, LmqOffsetSource, RecoverOptions, RecoveryReport};
 use rmq_store_file::index::IndexService;
 use rmq_store_file::root::{AbortFile, Checkpoint, RootLock};
 use rmq_store_file::StoreError;
@@ -160,11 +160,7 @@ impl MessageStore {
             offsets.push((q.clone(), max));
         }
         commit_log.set_queue_offsets(offsets);
-        let serving = Arc::downgrade(&dispatcher);
-        commit_log.set_lmq_offset_source(Arc::new(move |queue: &str| match serving.upgrade() {
-            Some(d) => d.cq().max_offset(queue, LMQ_QUEUE_ID),
-            None => Err(CqError::Closed),
-        }));
+        commit_log.set_lmq_offset_source(Arc::new(LmqSource(Arc::downgrade(&dispatcher))));
 
         let cleaner = Arc::new(Cleaner {
             policy: CleanPolicy::from_config(&config)?,
@@ -245,3 +241,20 @@ fn reput_parse_workers(config: &StoreConfig) -> usize {
 
 /// Upper bound on concurrent reput parsers.
 const MAX_PARSE_WORKERS: usize = 8;
+
+/// The serving consume queue, as the put path's LMQ table asks it (weakly:
+/// the dispatcher holds the CommitLog).
+struct LmqSource(std::sync::Weak<Dispatcher>);
+
+impl LmqOffsetSource for LmqSource {
+    fn max_offset(&self, queue: &str) -> Result<i64, CqError> {
+        match self.0.upgrade() {
+            Some(d) => d.cq().max_offset(queue, LMQ_QUEUE_ID),
+            None => Err(CqError::Closed),
+        }
+    }
+
+    fn dispatched_to(&self) -> i64 {
+        self.0.upgrade().map_or(0, |d| d.reput_from())
+    }
+}

@@ -62,7 +62,7 @@ pub mod names {
     /// Of those, light message queues (`%LMQ%`).
     pub const CQ_LMQ_QUEUES: &str = "rmq_cq_lmq_queues";
     /// Light message queues whose next offset the put path holds in memory
-    /// (each appended to since the broker started).
+    /// (those appended to lately; bounded, see `LMQ_OFFSETS_KEPT`).
     pub const LMQ_OFFSETS_HELD: &str = "rmq_lmq_offsets_held";
     /// CommitLog bytes a consume-queue backend has not written yet.
     pub const CQ_BEHIND_BYTES: &str = "rmq_cq_behind_bytes";

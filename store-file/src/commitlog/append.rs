@@ -235,7 +235,7 @@ impl CommitLog {
             self.poison(reason.clone());
             return Err(StoreError::Poisoned { reason });
         }
-        lmq_taken.apply(&mut put.lmq);
+        lmq_taken.apply(&mut put.lmq, phy);
         for (topic, queue_id, offset) in taken {
             // Look up by &str first: the topic String is only allocated for
             // a topic's first message.

@@ -2,10 +2,13 @@
 //! the rewrite that records the offsets a message took in its
 //! INNER_MULTI_QUEUE_OFFSET property (RocketMQ's `LmqDispatch`).
 //!
-//! The table is filled lazily: an LMQ's first append since the broker
-//! started asks the serving consume queue for the queue's max offset (exact
-//! then, because reput caught up before the first append), so a restart
-//! loads nothing per LMQ. An entry is a boxed name and an offset.
+//! The table is lazy and bounded. An LMQ's first append since the broker
+//! started (or since its entry was dropped) asks the serving consume queue
+//! for the queue's max offset, so a restart loads nothing per LMQ. Past
+//! [`LMQ_OFFSETS_KEPT`] entries, those whose every append has been
+//! dispatched (the consume queue's max offset then equals the entry, so
+//! asking again gives the same) are dropped: an idle LMQ holds no memory
+//! here. An entry is a boxed name and two integers.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,14 +22,41 @@ use rmq_common::names::topic_allows_lmq;
 
 use crate::error::{Result, StoreError};
 
-/// Reads an LMQ's max offset from the serving consume queue.
-pub type LmqOffsetSource = Arc<dyn Fn(&str) -> std::result::Result<i64, CqError> + Send + Sync>;
+/// LMQ entries kept before dispatched ones are dropped.
+pub const LMQ_OFFSETS_KEPT: usize = 65_536;
 
-/// Next queue offset of every LMQ appended to since the start.
-#[derive(Default)]
+/// What the put path asks the consume queue about LMQs.
+pub trait LmqOffsetSource: Send + Sync {
+    /// The LMQ's max offset in the serving consume queue.
+    fn max_offset(&self, queue: &str) -> std::result::Result<i64, CqError>;
+    /// CommitLog offset below which every record's units are readable.
+    fn dispatched_to(&self) -> i64;
+}
+
+/// One LMQ: its next offset, and the CommitLog end of the last append that
+/// took one.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    next: i64,
+    last_end: i64,
+}
+
+/// Next queue offset of the LMQs appended to lately.
 pub(super) struct LmqOffsets {
-    next: HashMap<Box<str>, i64>,
-    source: Option<LmqOffsetSource>,
+    next: HashMap<Box<str>, Entry>,
+    source: Option<Arc<dyn LmqOffsetSource>>,
+    /// Size at which dispatched entries are next dropped.
+    drop_at: usize,
+}
+
+impl Default for LmqOffsets {
+    fn default() -> Self {
+        Self {
+            next: HashMap::new(),
+            source: None,
+            drop_at: LMQ_OFFSETS_KEPT,
+        }
+    }
 }
 
 impl std::fmt::Debug for LmqOffsets {
@@ -39,7 +69,7 @@ impl std::fmt::Debug for LmqOffsets {
 }
 
 impl LmqOffsets {
-    pub(super) fn set_source(&mut self, source: LmqOffsetSource) {
+    pub(super) fn set_source(&mut self, source: Arc<dyn LmqOffsetSource>) {
         self.source = Some(source);
     }
 
@@ -57,7 +87,7 @@ impl LmqOffsets {
     /// Forgets `queue` unless its next offset is past `max`.
     pub(super) fn forget_unless_ahead(&mut self, queue: &str, max: i64) -> bool {
         match self.next.get(queue) {
-            Some(n) if *n > max => false,
+            Some(e) if e.next > max => false,
             _ => {
                 self.next.remove(queue);
                 true
@@ -67,25 +97,54 @@ impl LmqOffsets {
 
     /// The next offset of `queue`, loading it on first use.
     pub(super) fn next(&mut self, queue: &str) -> Result<i64> {
-        if let Some(n) = self.next.get(queue) {
-            return Ok(*n);
+        if let Some(e) = self.next.get(queue) {
+            return Ok(e.next);
         }
         let loaded = match &self.source {
-            Some(source) => source(queue)?,
+            Some(source) => source.max_offset(queue)?,
             None => 0,
         };
-        self.next.insert(queue.into(), loaded);
+        self.next.insert(
+            queue.into(),
+            Entry {
+                next: loaded,
+                last_end: 0,
+            },
+        );
         Ok(loaded)
     }
 
-    /// Records that `queue` has taken offsets up to `last`.
-    pub(super) fn advance(&mut self, queue: &str, last: i64) {
+    /// Records that `queue` has taken offsets up to `last`, by an append
+    /// ending at CommitLog offset `end`.
+    fn advance(&mut self, queue: &str, last: i64, end: i64) {
         match self.next.get_mut(queue) {
-            Some(n) => *n = (*n).max(last + 1),
+            Some(e) => {
+                e.next = e.next.max(last + 1);
+                e.last_end = e.last_end.max(end);
+            }
             None => {
-                self.next.insert(queue.into(), last + 1);
+                self.next.insert(
+                    queue.into(),
+                    Entry {
+                        next: last + 1,
+                        last_end: end,
+                    },
+                );
             }
         }
+    }
+
+    /// Past the bound, drops the entries whose appends are all dispatched.
+    fn drop_dispatched(&mut self) {
+        if self.next.len() <= self.drop_at {
+            return;
+        }
+        let Some(source) = &self.source else { return };
+        let dispatched = source.dispatched_to();
+        self.next.retain(|_, e| e.last_end > dispatched);
+        // Entries still in flight stay; the next drop waits for the table
+        // to double, so a backlog costs one walk per doubling, not per put.
+        self.drop_at = LMQ_OFFSETS_KEPT.max(self.next.len() * 2);
     }
 }
 
@@ -110,10 +169,13 @@ impl LmqTaken {
         Ok(offset)
     }
 
-    pub(super) fn apply(self, table: &mut LmqOffsets) {
+    /// Applies what the batch took; `end` is the CommitLog offset past the
+    /// batch.
+    pub(super) fn apply(self, table: &mut LmqOffsets, end: i64) {
         for (queue, offset) in self.0 {
-            table.advance(&queue, offset);
+            table.advance(&queue, offset, end);
         }
+        table.drop_dispatched();
     }
 }
 
@@ -175,4 +237,67 @@ pub(super) fn stamp_offsets(
         taken.take(table, queue)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    use super::*;
+
+    /// A consume queue holding `next` as every LMQ's max offset, dispatched
+    /// up to `dispatched`.
+    struct Stub {
+        next: i64,
+        dispatched: AtomicI64,
+    }
+
+    impl LmqOffsetSource for Stub {
+        fn max_offset(&self, _queue: &str) -> std::result::Result<i64, CqError> {
+            Ok(self.next)
+        }
+        fn dispatched_to(&self) -> i64 {
+            self.dispatched.load(Ordering::Relaxed)
+        }
+    }
+
+    #[test]
+    fn only_dispatched_entries_are_dropped_past_the_bound() {
+        let stub = Arc::new(Stub {
+            next: 1,
+            dispatched: AtomicI64::new(0),
+        });
+        let mut table = LmqOffsets::default();
+        table.set_source(stub.clone());
+        // LMQ i takes offset 1 by an append ending at 100 * (i + 1).
+        let append = |table: &mut LmqOffsets, i: usize| {
+            let mut taken = LmqTaken::default();
+            assert_eq!(taken.take(table, &format!("%LMQ%{i}")).unwrap(), 1);
+            taken.apply(table, 100 * (i as i64 + 1));
+        };
+        for i in 0..LMQ_OFFSETS_KEPT {
+            append(&mut table, i);
+        }
+        assert_eq!(
+            table.len(),
+            LMQ_OFFSETS_KEPT,
+            "nothing dropped up to the bound"
+        );
+        // All but the last five are dispatched; one more append passes the
+        // bound: the dispatched ones go, the five in flight and the new one
+        // stay.
+        let k = LMQ_OFFSETS_KEPT as i64;
+        stub.dispatched.store(100 * (k - 5), Ordering::Relaxed);
+        append(&mut table, LMQ_OFFSETS_KEPT);
+        assert_eq!(table.len(), 6);
+        // One in flight keeps its own next offset.
+        assert_eq!(
+            table
+                .next(&format!("%LMQ%{}", LMQ_OFFSETS_KEPT - 1))
+                .unwrap(),
+            2
+        );
+        // A dropped one asks the consume queue again.
+        assert_eq!(table.next("%LMQ%0").unwrap(), 1);
+    }
 }

@@ -10,7 +10,7 @@ mod segments;
 
 pub use append::AppendResult;
 pub use flush::{FlushCallback, FlushFailed, FlushService, FlushSettings};
-pub use lmq::LmqOffsetSource;
+pub use lmq::{LmqOffsetSource, LMQ_OFFSETS_KEPT};
 pub use recovery::{RecoverOptions, RecoveryReport};
 pub use segments::{parse_segment_name, segment_name, SegmentQueue};
 
@@ -226,7 +226,7 @@ impl CommitLog {
 
     /// Where an LMQ's next offset comes from the first time it is appended
     /// to (the serving consume queue's max offset).
-    pub fn set_lmq_offset_source(&self, source: LmqOffsetSource) {
+    pub fn set_lmq_offset_source(&self, source: Arc<dyn LmqOffsetSource>) {
         self.put.lock().lmq.set_source(source);
     }
 

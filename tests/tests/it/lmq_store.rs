@@ -279,3 +279,46 @@ fn a_shadow_backend_and_cq_verify_cover_lmqs() {
     assert_eq!(report.units_compared, (MESSAGES * 4) as u64);
     store.shutdown().unwrap();
 }
+
+/// Past the put path's bound, LMQs whose appends are all dispatched are
+/// dropped from its table and read back from the consume queue when next
+/// appended to: offsets go on exactly.
+#[test]
+fn the_put_paths_lmq_table_stays_bounded_and_offsets_go_on() {
+    use rmq_store_file::commitlog::LMQ_OFFSETS_KEPT;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = lmq_config(dir.path(), CqBackend::Rocksdb);
+    config.mapped_file_size_commit_log_bytes = 4 * 1024 * 1024;
+    config.message_index_enable = false;
+    let store = open_store(&config).unwrap();
+    let n = LMQ_OFFSETS_KEPT + 4_000;
+    let one = |i: usize, body: &str| {
+        let mut m = message("Parent", 0, body);
+        m.properties
+            .insert(property::INNER_MULTI_DISPATCH, format!("%LMQ%b{i}"));
+        m
+    };
+    for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
+        let batch: Vec<MessageToStore> = chunk.iter().map(|i| one(*i, "first")).collect();
+        store.put_messages(&batch).unwrap();
+        wait_dispatched(&store);
+    }
+    let held = store.commit_log().lmq_offsets_held();
+    assert!(held < n, "the table holds all {held} LMQs");
+    for i in [0, 1, n / 2, n - 1] {
+        store.put_message(&one(i, "second")).unwrap();
+    }
+    wait_dispatched(&store);
+    for i in [0, 1, n / 2, n - 1] {
+        let got: Vec<(i64, Vec<u8>)> = read_queue(&store, &format!("%LMQ%b{i}"), 0)
+            .into_iter()
+            .map(|r| (r.queue_offset, r.body))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(0, b"first".to_vec()), (1, b"second".to_vec())],
+            "LMQ {i}"
+        );
+    }
+    store.shutdown().unwrap();
+}
