@@ -159,8 +159,8 @@
 #                    Ratios are to apache-5.3.3; "gRPC/remoting" is G1's broker
 #                    CPU per message over R1's on the same target.
 #   --lmq            light message queues (multi-dispatch) instead of the
-#                    loads, on apache-5.3.3-rocksdb, ours-rocksdb and
-#                    ours-file, each with enableLmq=true,
+#                    loads, on apache-5.3.3-rocksdb, ours-file and
+#                    ours-rocksdb, each with enableLmq=true,
 #                    enableMultiDispatch=true and maxLmqConsumeQueueNum=2000000
 #                    added to its settings. Per target, after the usual
 #                    warm-up (refused below RMQ_BENCH_LMQ_MIN_FREE_GB, 20, GB
@@ -188,8 +188,13 @@
 #                    how long after the last send that was, RSS max,
 #                    sampled LMQs exact, and ratios to apache-5.3.3-rocksdb
 #                    (msgs/s; CPU per message in the send window). A full
-#                    run takes about 8 minutes; --quick (2,000 messages over
-#                    20,000 LMQs, 2,000 for ours-file, 100 sampled) about 3.
+#                    run takes about 8 minutes, half of it ours-file's: its
+#                    dispatch trails the sends (more LMQs than
+#                    maxMappedConsumeQueueFiles), and its clean stop syncs
+#                    every LMQ file, which at 100,000 outlasts STOP_TIMEOUT_S
+#                    (it is then killed; its store is dropped anyway).
+#                    --quick (2,000 messages over 20,000 LMQs, 2,000 for
+#                    ours-file, 100 sampled) takes about 2 minutes.
 #
 # A full run takes about 20 minutes (about 3.5 per target); --quick about 5.
 # Every process it starts is stopped on exit, whatever the exit.
@@ -1023,7 +1028,11 @@ lmq_summary() {
         if contains ours-file "${TARGETS[@]}" && [ "$LMQ_FILE_LMQS" != "$LMQ_LMQS" ]; then
             echo "ours-file ran with $LMQ_FILE_LMQS LMQs, not $LMQ_LMQS (RMQ_BENCH_LMQ_FILE_LMQS): the file backend keeps a folder and a 6 MB file per queue."
         fi
-        jq -r 'select(.first_mismatch != null) | "first mismatch: \(.first_mismatch)"' "$OUT"/reports/lmq-*.json 2>/dev/null || true
+        for t in "${TARGETS[@]}"; do
+            r="$OUT/reports/lmq-$t.json"
+            [ -s "$r" ] || continue
+            jq -r --arg t "$t" 'select(.first_mismatch != null) | "\($t): first mismatch: \(.first_mismatch)"' "$r"
+        done
     } | tee "$OUT/lmq.md"
 }
 
