@@ -9,6 +9,7 @@
 #   scripts/bench-vs-apache.sh --pop [--quick] [--targets a,b] [--out DIR] [--dir DIR]
 #   scripts/bench-vs-apache.sh --grpc [--quick] [--targets a,b] [--loads G1,G2,R1]
 #                              [--out DIR] [--dir DIR]
+#   scripts/bench-vs-apache.sh --lmq [--quick] [--targets a,b] [--out DIR] [--dir DIR]
 #
 # Targets, one at a time (never two brokers at once), each on a fresh store
 # folder under --dir (default: the system temp folder), deleted after it:
@@ -157,6 +158,43 @@
 #                    inside it), RSS its high-water mark after each load.
 #                    Ratios are to apache-5.3.3; "gRPC/remoting" is G1's broker
 #                    CPU per message over R1's on the same target.
+#   --lmq            light message queues (multi-dispatch) instead of the
+#                    loads, on apache-5.3.3-rocksdb, ours-file and
+#                    ours-rocksdb, each with enableLmq=true,
+#                    enableMultiDispatch=true and maxLmqConsumeQueueNum=2000000
+#                    added to its settings. Per target, after the usual
+#                    warm-up (refused below RMQ_BENCH_LMQ_MIN_FREE_GB, 20, GB
+#                    free under --dir), rmqbench.LmqLoad (the 4.9.7 client):
+#                    the parent topic LmqParent (8 queues) is created,
+#                    CLIENT_WARM_S of plain sends to it, then
+#                    RMQ_BENCH_LMQ_MESSAGES (100,000) messages of 256 B from
+#                    RMQ_BENCH_LMQ_THREADS (16) synchronous senders, message i
+#                    naming in INNER_MULTI_DISPATCH the RMQ_BENCH_LMQ_FANOUT
+#                    (10) LMQs (i*10+k) mod L, L = RMQ_BENCH_LMQ_LMQS
+#                    (1,000,000), so every LMQ gets one message. ours-file
+#                    runs at L = RMQ_BENCH_LMQ_FILE_LMQS (100,000: ten
+#                    messages per LMQ), because the file backend keeps a
+#                    folder and a 6 MB file per queue (1,000,000 would need
+#                    2 million inodes, 4 GiB and minutes of dispatch; see
+#                    BENCHMARKS.md "queues"); its row says so. Then the
+#                    program waits until the broker has dispatched every
+#                    acknowledged message, and pulls RMQ_BENCH_LMQ_SAMPLE
+#                    (1,000) sampled LMQs with a DefaultMQPullConsumer from
+#                    offset 0, checking each LMQ's bodies exactly and in
+#                    order (and each message's INNER_MULTI_QUEUE_OFFSET).
+#                    Columns: send seconds, msgs/s, p99, broker CPU seconds
+#                    in the send window (and per message), broker CPU from
+#                    the window's start until everything was dispatched,
+#                    how long after the last send that was, RSS max,
+#                    sampled LMQs exact, and ratios to apache-5.3.3-rocksdb
+#                    (msgs/s; CPU per message in the send window). A full
+#                    run takes about 8 minutes, half of it ours-file's: its
+#                    dispatch trails the sends (more LMQs than
+#                    maxMappedConsumeQueueFiles), and its clean stop syncs
+#                    every LMQ file, which at 100,000 outlasts STOP_TIMEOUT_S
+#                    (it is then killed; its store is dropped anyway).
+#                    --quick (2,000 messages over 20,000 LMQs, 2,000 for
+#                    ours-file, 100 sampled) takes about 2 minutes.
 #
 # A full run takes about 20 minutes (about 3.5 per target); --quick about 5.
 # Every process it starts is stopped on exit, whatever the exit.
@@ -167,6 +205,9 @@ ALL_TARGETS=(apache-4.9.7 apache-5.3.3 apache-5.3.3-rocksdb ours-file ours-rocks
 ALL_LOADS=(L1 L2 L3 L4 L5)
 # --grpc's loads, in the order they run on one broker start.
 GRPC_LOADS=(R1 G1 G2)
+# --lmq's targets, and the one its ratios are to.
+LMQ_TARGETS=(apache-5.3.3-rocksdb ours-file ours-rocksdb)
+LMQ_BASE=apache-5.3.3-rocksdb
 # Ratios are to this target's row of the same load ...
 BASE_TARGET=apache-4.9.7
 # ... and ours-rocksdb's also to Apache's RocksDB consume queue.
@@ -194,11 +235,13 @@ OUT=""
 META=0
 POP=0
 GRPC=0
+LMQ=0
+QUICK=0
 LOADS_GIVEN=0
 STORE_PARENT=${TMPDIR:-/tmp}
 while [ "$#" -gt 0 ]; do
     case "$1" in
-    --quick) WARM_S=3 DURATION_S=3 CLIENT_WARM_S=1 ;;
+    --quick) WARM_S=3 DURATION_S=3 CLIENT_WARM_S=1 QUICK=1 ;;
     --targets) IFS=, read -r -a TARGETS <<<"${2:?--targets needs a list}"; shift ;;
     --loads) IFS=, read -r -a LOADS <<<"${2:?--loads needs a list}"; LOADS_GIVEN=1; shift ;;
     --out) OUT=${2:?--out needs a folder}; shift ;;
@@ -206,6 +249,7 @@ while [ "$#" -gt 0 ]; do
     --meta) META=1 ;;
     --pop) POP=1 ;;
     --grpc) GRPC=1 ;;
+    --lmq) LMQ=1 ;;
     -h | --help) usage; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
     esac
@@ -222,6 +266,15 @@ if [ "$POP" = 1 ]; then
     contains apache-4.9.7 "${TARGETS[@]}" && [ "${#TARGETS[@]}" -lt "${#ALL_TARGETS[@]}" ] &&
         die "--pop: apache-4.9.7 has no POP"
     [ "${#TARGETS[@]}" -eq "${#ALL_TARGETS[@]}" ] && TARGETS=(apache-5.3.3 ours-file ours-rocksdb)
+fi
+if [ "$LMQ" = 1 ]; then
+    [ "$POP" = 1 ] || [ "$META" = 1 ] || [ "$GRPC" = 1 ] && die "--lmq goes alone (not with --pop, --meta or --grpc)"
+    [ "$LOADS_GIVEN" = 1 ] && die "--lmq has one load (no --loads)"
+    for t in "${TARGETS[@]}"; do
+        contains "$t" "${LMQ_TARGETS[@]}" ||
+            [ "${#TARGETS[@]}" -eq "${#ALL_TARGETS[@]}" ] || die "--lmq: $t is not measured (${LMQ_TARGETS[*]})"
+    done
+    [ "${#TARGETS[@]}" -eq "${#ALL_TARGETS[@]}" ] && TARGETS=("${LMQ_TARGETS[@]}")
 fi
 if [ "$GRPC" = 1 ]; then
     [ "$POP" = 1 ] || [ "$META" = 1 ] && die "--grpc goes alone (not with --pop or --meta)"
@@ -258,6 +311,18 @@ PROXY_PORT=${RMQ_BENCH_PROXY_PORT:-30981}
 POP_FILL=${RMQ_BENCH_POP_FILL:-1000000}
 GRPC_FILL=${RMQ_BENCH_GRPC_FILL:-3000000}
 PROXY_VERSION=5.3.3
+# --lmq's shape (see the header); --quick makes it small.
+if [ "$QUICK" = 1 ]; then q=1; else q=0; fi
+LMQ_MESSAGES=${RMQ_BENCH_LMQ_MESSAGES:-$([ $q = 1 ] && echo 2000 || echo 100000)}
+LMQ_LMQS=${RMQ_BENCH_LMQ_LMQS:-$([ $q = 1 ] && echo 20000 || echo 1000000)}
+LMQ_FILE_LMQS=${RMQ_BENCH_LMQ_FILE_LMQS:-$([ $q = 1 ] && echo 2000 || echo 100000)}
+LMQ_SAMPLE=${RMQ_BENCH_LMQ_SAMPLE:-$([ $q = 1 ] && echo 100 || echo 1000)}
+LMQ_FANOUT=${RMQ_BENCH_LMQ_FANOUT:-10}
+LMQ_THREADS=${RMQ_BENCH_LMQ_THREADS:-16}
+LMQ_MIN_FREE_GB=${RMQ_BENCH_LMQ_MIN_FREE_GB:-20}
+# Settings added to every broker of the run (key=value): broker.conf lines
+# for Apache, --set for ours. --lmq fills it.
+EXTRA_CONF=()
 
 # ---------------------------------------------------------------- processes
 # Every process this script starts and has not yet reaped, stopped on exit
@@ -482,6 +547,7 @@ flushDiskType=$2
 $bind
 EOF
     [ "$1" = apache-5.3.3-rocksdb ] && echo "storeType=defaultRocksDB" >>"$RUN/broker.conf"
+    if [ "${#EXTRA_CONF[@]}" -gt 0 ]; then printf '%s\n' "${EXTRA_CONF[@]}" >>"$RUN/broker.conf"; fi
     # user.home: Apache writes logs (and the client its log) under it.
     local common=("${JAVA_OPENS[@]}" -Duser.home="$RUN/home" -Drocketmq.home.dir="$CACHE/home")
     ROCKETMQ_HOME="$CACHE/home" java "${NAMESRV_JVM[@]}" "${common[@]}" -cp "$cp" \
@@ -514,17 +580,18 @@ start_ours() { # <target> <flush>
     # rmq-broker takes RMQ_<KEY> variables as settings: none of this
     # script's own (RMQ_BENCH_*, RMQ_APACHE_CACHE) may reach it. env execs
     # the broker, so $! is the broker.
-    local -a clean=()
+    local -a clean=() extra=()
     for v in $(compgen -e); do
         case "$v" in RMQ_BENCH_* | RMQ_APACHE_*) clean+=(-u "$v") ;; esac
     done
+    for v in "${EXTRA_CONF[@]}"; do extra+=(--set "$v"); done
     env "${clean[@]}" target/release/rmq-broker \
         --set brokerClusterName=DefaultCluster --set brokerName=broker-a \
         --set brokerId=0 --set brokerIP1=127.0.0.1 \
         --set listenPort="$BROKER_PORT" --set namesrvListenPort="$NAMESRV_PORT" \
         --set metricsPort="$METRICS_PORT" --set storePathRootDir="$RUN/store" \
         --set grpcServerPort="$OURS_GRPC_PORT" \
-        --set flushDiskType="$2" --set consumeQueueStore="$cq" \
+        --set flushDiskType="$2" --set consumeQueueStore="$cq" "${extra[@]}" \
         >"$RUN/broker.out" 2>&1 &
     BROKER_PID=$!
     NAMESRV_PID=""
@@ -578,11 +645,14 @@ ns_ticks() { # <var>: the NameServer's ticks, or "null" for ours (embedded)
 # window-start' and 'rmqbench window-end' at the edges of its measured window
 # and then one JSON line, kept as <report>. The broker's CPU ticks, and those
 # of <other pid> ("" for none), are read right at the edges: the deltas go
-# to WIN_BROKER_TICKS and WIN_OTHER_TICKS (null without <other pid>).
+# to WIN_BROKER_TICKS and WIN_OTHER_TICKS (null without <other pid>). A
+# program that also prints 'rmqbench dispatched' (LmqLoad) gets the broker's
+# ticks from the window's start to that line in WIN_DISPATCHED_TICKS (else
+# null).
 run_windowed() { # <what> <report> <log> <other pid> <command...>
     local what=$1 report=$2 logf=$3 other=$4
     shift 4
-    local fifo="$RUN/load.fifo" line c0="" c1="" o0="" o1="" pid rc=0
+    local fifo="$RUN/load.fifo" line c0="" c1="" c2="" o0="" o1="" pid rc=0
     mkfifo "$fifo"
     "$@" >"$fifo" 2>"$logf" &
     pid=$!
@@ -597,6 +667,7 @@ run_windowed() { # <what> <report> <log> <other pid> <command...>
             read_ticks c1 "$BROKER_PID"
             if [ -n "$other" ]; then read_ticks o1 "$other"; fi
             ;;
+        "rmqbench dispatched") read_ticks c2 "$BROKER_PID" ;;
         "{"*) printf '%s\n' "$line" >"$report" ;;
         esac
     done <"$fifo"
@@ -610,6 +681,8 @@ run_windowed() { # <what> <report> <log> <other pid> <command...>
     WIN_BROKER_TICKS=$((c1 - c0))
     WIN_OTHER_TICKS=null
     if [ -n "$other" ]; then WIN_OTHER_TICKS=$((o1 - o0)); fi
+    WIN_DISPATCHED_TICKS=null
+    if [ -n "$c2" ]; then WIN_DISPATCHED_TICKS=$((c2 - c0)); fi
 }
 
 # L1/L2: the Java program's window; Apache's NameServer is read beside the
@@ -888,6 +961,81 @@ grpc_summary() {
     } | tee "$OUT/grpc.md"
 }
 
+# ---------------------------------------------------------------- LMQ
+# Refuses to fill a store with less than LMQ_MIN_FREE_GB free under it.
+check_free_disk() { # <folder>
+    local kib
+    kib=$(df -Pk "$1" | awk 'NR == 2 { print $4 }')
+    [ -n "$kib" ] || die "cannot read the free space under $1"
+    if [ "$kib" -lt $((LMQ_MIN_FREE_GB * 1024 * 1024)) ]; then
+        die "--lmq: $((kib / 1024 / 1024)) GB free under $1, less than $LMQ_MIN_FREE_GB GB (RMQ_BENCH_LMQ_MIN_FREE_GB)"
+    fi
+}
+
+# How many LMQs <target> is measured with.
+lmq_count() { # <target>
+    if [ "$1" = ours-file ]; then echo "$LMQ_FILE_LMQS"; else echo "$LMQ_LMQS"; fi
+}
+
+# One target: start with LMQ on, warm up, run LmqLoad (send window,
+# dispatch, sample check).
+lmq_session() { # <target>
+    local target=$1 flush=ASYNC_FLUSH lmqs
+    lmqs=$(lmq_count "$target")
+    local report="$OUT/reports/lmq-$target.json" logf="$OUT/logs/lmq-$target.err"
+    log "$target: starting (LMQ: $LMQ_MESSAGES messages x $LMQ_FANOUT of $lmqs LMQs)"
+    start_target "$target" "$flush"
+    warm_up "$target" "$flush"
+    check_free_disk "$RUN"
+    run_windowed "LMQ load on $target" "$report" "$logf" "$NAMESRV_PID" \
+        java "${LOAD_JVM[@]}" "${JAVA_OPENS[@]}" -Duser.home="$RUN/home" \
+        -cp "$CACHE/load/classes:$CACHE/load/lib/*" rmqbench.LmqLoad \
+        --namesrv "127.0.0.1:$NAMESRV_PORT" --broker "127.0.0.1:$BROKER_PORT" \
+        --topic LmqParent --queues "$QUEUES" --threads "$LMQ_THREADS" --size 256 \
+        --warmup "$CLIENT_WARM_S" --messages "$LMQ_MESSAGES" --fan-out "$LMQ_FANOUT" \
+        --lmqs "$lmqs" --sample "$LMQ_SAMPLE"
+    printf '{"target":"%s","lmqs":%d,"broker_cpu_ticks":%d,"dispatched_cpu_ticks":%s,"namesrv_cpu_ticks":%s,"clk_tck":%d,"rss_hwm_kib":%d}\n' \
+        "$target" "$lmqs" "$WIN_BROKER_TICKS" "$WIN_DISPATCHED_TICKS" "$WIN_OTHER_TICKS" "$CLK_TCK" \
+        "$(rss_hwm_kib "$BROKER_PID")" >>"$OUT/lmq-cpu.jsonl"
+    log "$target: $(jq -r '"\(.sent) sent in \(.seconds) s, \(.msgs_per_s) msgs/s, \(.errors) errors, \(.exact) of \(.sampled) sampled LMQs exact\(if .first_mismatch then "; first mismatch: \(.first_mismatch)" else "" end)"' "$report")"
+    stop_target "$target" "$flush"
+}
+
+# The --lmq table: one row per target, ratios to LMQ_BASE.
+lmq_summary() {
+    local t r
+    {
+        echo "| target | LMQs | send s | msgs/s | send p99 | broker CPU s (send window) | CPU per msg | CPU s to dispatched | dispatched after last send | RSS max | sampled LMQs exact | msgs/s vs $LMQ_BASE | CPU vs $LMQ_BASE |"
+        echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        for t in "${TARGETS[@]}"; do
+            r="$OUT/reports/lmq-$t.json"
+            [ -s "$r" ] || continue
+            jq -r --arg t "$t" --arg base "$LMQ_BASE" \
+                --slurpfile c <(grep "\"$t\"" "$OUT/lmq-cpu.jsonl") \
+                --slurpfile b <(if [ -s "$OUT/reports/lmq-$LMQ_BASE.json" ]; then
+                    cat "$OUT/reports/lmq-$LMQ_BASE.json"; else echo null; fi) \
+                --slurpfile bc <(grep "\"$LMQ_BASE\"" "$OUT/lmq-cpu.jsonl" || echo null) '
+                def r2: if . == null then "-" else (. * 100 | round / 100 | tostring) end;
+                def r1: if . == null then "-" else (. * 10 | round / 10 | tostring) end;
+                def sec(ticks): if ticks == null then null else ticks / $c[0].clk_tck end;
+                (if .sent > 0 then sec($c[0].broker_cpu_ticks) * 1e6 / .sent else null end) as $us
+                | (if $b[0] == null or $b[0].sent == 0 then null
+                   else $bc[0].broker_cpu_ticks / $bc[0].clk_tck * 1e6 / $b[0].sent end) as $base_us
+                | "| \($t) | \(.lmqs) | \(.seconds | r2) | \(.msgs_per_s | round) | \(.p99_us / 1000 | r2) ms | \(sec($c[0].broker_cpu_ticks) | r1) | \($us | r2) us | \(sec($c[0].dispatched_cpu_ticks) | r1) | \(if .dispatch_s == null then "not within the timeout" else "\(.dispatch_s | r2) s" end) | \($c[0].rss_hwm_kib / 1024 | round) MiB | \(.exact) of \(.sampled)\(if .errors > 0 then " (\(.errors) send errors)" else "" end) | \(if $b[0] == null or $t == $base then "-" else (.msgs_per_s / $b[0].msgs_per_s | r2) + "x" end) | \(if $base_us == null or $us == null or $t == $base then "-" else ($us / $base_us | r2) + "x" end) |"' "$r"
+        done
+        echo
+        echo "$LMQ_MESSAGES messages of 256 B, each to $LMQ_FANOUT LMQs, $LMQ_THREADS synchronous senders (4.9.7 client); $LMQ_SAMPLE LMQs sampled."
+        if contains ours-file "${TARGETS[@]}" && [ "$LMQ_FILE_LMQS" != "$LMQ_LMQS" ]; then
+            echo "ours-file ran with $LMQ_FILE_LMQS LMQs, not $LMQ_LMQS (RMQ_BENCH_LMQ_FILE_LMQS): the file backend keeps a folder and a 6 MB file per queue."
+        fi
+        for t in "${TARGETS[@]}"; do
+            r="$OUT/reports/lmq-$t.json"
+            [ -s "$r" ] || continue
+            jq -r --arg t "$t" 'select(.first_mismatch != null) | "\($t): first mismatch: \(.first_mismatch)"' "$r"
+        done
+    } | tee "$OUT/lmq.md"
+}
+
 # ---------------------------------------------------------------- main
 [ -n "$OUT" ] || OUT=$(mktemp -d "${TMPDIR:-/tmp}/bench-vs-apache.XXXXXX")
 mkdir -p "$OUT/reports" "$OUT/logs" "$STORE_PARENT"
@@ -903,6 +1051,21 @@ for t in "${TARGETS[@]}"; do
 done
 if [ "$POP" = 1 ] || [ "$GRPC" = 1 ]; then fetch_proxy; fi
 ensure_rust
+
+if [ "$LMQ" = 1 ]; then
+    command -v jq >/dev/null || die "--lmq needs jq for its table"
+    : >"$OUT/lmq-cpu.jsonl"
+    EXTRA_CONF=(enableLmq=true enableMultiDispatch=true maxLmqConsumeQueueNum=2000000)
+    check_free_disk "$WORK"
+    log "LMQ on targets: ${TARGETS[*]}; warm-up ${WARM_S} s; $LMQ_MESSAGES messages x $LMQ_FANOUT LMQs of $LMQ_LMQS (ours-file: $LMQ_FILE_LMQS); out: $OUT"
+    for t in "${ALL_TARGETS[@]}"; do
+        contains "$t" "${TARGETS[@]}" || continue
+        lmq_session "$t"
+    done
+    echo
+    lmq_summary
+    exit 0
+fi
 
 if [ "$GRPC" = 1 ]; then
     command -v jq >/dev/null || die "--grpc needs jq for its table"

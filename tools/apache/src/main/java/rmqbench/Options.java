@@ -26,8 +26,13 @@ final class Options {
     final int consumers;
     /** Timeout of one send, ms (the client's default). */
     final int sendTimeoutMs;
+    /** Every --key value given (defaults included), for a load's own keys. */
+    private final Map<String, String> given;
+    private final String usage;
 
-    private Options(Map<String, String> m) {
+    private Options(Map<String, String> m, String usage) {
+        given = m;
+        this.usage = usage;
         namesrv = m.getOrDefault("namesrv", "127.0.0.1:9876");
         broker = m.get("broker");
         topic = m.getOrDefault("topic", "JavaBench");
@@ -51,22 +56,55 @@ final class Options {
         "--broker: create the topic there first (UPDATE_AND_CREATE_TOPIC).");
 
     static Options parse(String[] args) {
-        Map<String, String> m = new HashMap<>();
+        return parse(args, USAGE, Map.of());
+    }
+
+    /**
+     * Parses {@code args} over {@code defaults} (a load's own defaults for
+     * the keys above or its own keys); errors and --help carry {@code usage}.
+     */
+    static Options parse(String[] args, String usage, Map<String, String> defaults) {
+        Map<String, String> m = new HashMap<>(defaults);
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             if (a.equals("-h") || a.equals("--help")) {
-                throw new IllegalArgumentException(USAGE);
+                throw new IllegalArgumentException(usage);
             }
             if (!a.startsWith("--") || i + 1 >= args.length) {
-                throw new IllegalArgumentException("expected --key value, got " + a + "\n" + USAGE);
+                throw new IllegalArgumentException("expected --key value, got " + a + "\n" + usage);
             }
             m.put(a.substring(2), args[++i]);
         }
-        Options o = new Options(m);
+        Options o;
+        try {
+            o = new Options(m, usage);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("not a number: " + e.getMessage() + "\n" + usage, e);
+        }
         if (o.threads < 1 || o.instances < 1 || o.size < 1 || o.queues < 1
                 || o.warmupSeconds < 0 || o.durationSeconds < 0 || o.consumers < 0) {
-            throw new IllegalArgumentException("counts must be positive, times not negative\n" + USAGE);
+            throw new IllegalArgumentException("counts must be positive, times not negative\n" + usage);
         }
         return o;
+    }
+
+    /** A load's own whole-number option: at least {@code min}, {@code def} when not given. */
+    long count(String key, long def, long min) {
+        String v = given.get(key);
+        long n;
+        try {
+            n = v == null ? def : Long.parseLong(v);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--" + key + " " + v + ": not a whole number\n" + usage, e);
+        }
+        if (n < min) {
+            throw new IllegalArgumentException("--" + key + " " + n + ": must be at least " + min + "\n" + usage);
+        }
+        return n;
+    }
+
+    /** A load's own text option, {@code def} when not given. */
+    String text(String key, String def) {
+        return given.getOrDefault(key, def);
     }
 }

@@ -14,11 +14,19 @@ import org.apache.rocketmq.common.message.Message;
  * 5.x Producer in {@link GrpcLoad}.
  */
 final class Sender implements Runnable {
-    /** One synchronous send: {@code null} when it succeeded, else why not. */
+    /**
+     * One synchronous send: {@code null} when it succeeded, else why not, or
+     * {@link #EXHAUSTED} when a load of a fixed number of messages has none
+     * left (the thread then ends without counting anything).
+     */
     @FunctionalInterface
     interface Send {
         String send() throws Exception;
     }
+
+    /** Compared by identity: no failure text can be this object. */
+    @SuppressWarnings("StringOperationCanBeSimplified")
+    static final String EXHAUSTED = new String("nothing left to send");
 
     /**
      * The 4.x client's send: a new Message each time (the client stamps each
@@ -72,6 +80,9 @@ final class Sender implements Runnable {
                 throw e;
             }
             long t1 = System.nanoTime();
+            if (error == EXHAUSTED) {
+                return;
+            }
             boolean counted = window.contains(t0, t1);
             if (error == null) {
                 sentTotal++;
