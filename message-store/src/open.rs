@@ -149,11 +149,15 @@ impl MessageStore {
         let catch_up_started = Instant::now();
         let redispatched_records = dispatcher.catch_up()?;
         let redispatch_elapsed = catch_up_started.elapsed();
-        let queues = cq.queues()?;
+        // LMQs' offsets are read on their first append instead (see below).
+        let queues = if config.enable_lmq {
+            cq.queues_except_lmq()?
+        } else {
+            cq.queues()?
+        };
         let mut offsets = Vec::with_capacity(queues.len());
         for q in &queues {
             if config.enable_lmq && is_lmq(&q.topic) && q.queue_id == LMQ_QUEUE_ID {
-                // Loaded on its first append instead (see below).
                 continue;
             }
             let max = cq.max_offset(&q.topic, q.queue_id)?;
@@ -191,7 +195,13 @@ impl MessageStore {
             redispatch_from,
             redispatched_records,
             redispatch_elapsed,
-            queues: queues.len(),
+            // LMQs counted, not listed, when they are on.
+            queues: queues.len()
+                + if config.enable_lmq {
+                    cq.lmq_queues() as usize
+                } else {
+                    0
+                },
             elapsed: started.elapsed(),
         };
         tracing::info!(

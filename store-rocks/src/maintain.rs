@@ -4,13 +4,14 @@
 
 use std::sync::atomic::Ordering;
 
-use rmq_common::constants::CHECKPOINT_TOPIC;
-use rmq_common::cq::{CqError, QueueKey};
+use rmq_common::constants::{CHECKPOINT_TOPIC, LMQ_QUEUE_ID};
+use rmq_common::cq::{AsQueueKey, CqError, QueueKey};
+use rmq_common::names::is_lmq;
 use rocksdb::{ColumnFamily, WriteBatch};
 
 use crate::db::Db;
 use crate::key::{self, OffsetKind, OffsetValue};
-use crate::offsets::{LastUnit, QueueState};
+use crate::offsets::{self, LastUnit, QueueState};
 use crate::search;
 use crate::shared::Shared;
 
@@ -141,13 +142,27 @@ pub(crate) fn queue_for_read(
     k: &QueueKey,
 ) -> Result<Option<QueueState>, CqError> {
     let commit_log_min = shared.commit_log_min.load(Ordering::Acquire);
-    match shared.offsets.read().queues.get(k) {
-        None => return Ok(None),
-        Some(q) if q.min_checked >= commit_log_min => return Ok(Some(*q)),
+    let cached = shared.offsets.read().queues.get(k).copied();
+    match cached {
+        None if !is_lmq(&k.topic) => return Ok(None),
+        None => match offsets::load_queue(db, k)? {
+            None => return Ok(None),
+            Some(q) if q.min_checked >= commit_log_min => return Ok(Some(q)),
+            Some(_) => {}
+        },
+        Some(q) if q.min_checked >= commit_log_min => return Ok(Some(q)),
         Some(_) => {}
     }
     let _w = shared.write_lock.lock();
-    let Some(mut q) = shared.offsets.read().queues.get(k).copied() else {
+    // Again under the lock, which every write holds: an LMQ read from the
+    // database now is what the writer left.
+    let cached = shared.offsets.read().queues.get(k).copied();
+    let in_cache = cached.is_some();
+    let Some(mut q) = (match cached {
+        Some(q) => Some(q),
+        None if is_lmq(&k.topic) => offsets::load_queue(db, k)?,
+        None => None,
+    }) else {
         return Ok(None);
     };
     let c = correct_min(db, k, &mut q, commit_log_min)?;
@@ -161,7 +176,10 @@ pub(crate) fn queue_for_read(
             return Err(e);
         }
     }
-    shared.offsets.write().queues.insert(k.clone(), q);
+    // An LMQ the writer does not hold stays out of the cache.
+    if in_cache {
+        shared.offsets.write().insert(k.clone(), q);
+    }
     Ok(Some(q))
 }
 
@@ -198,7 +216,7 @@ pub(crate) fn truncate_from_phy(shared: &Shared, db: &Db, phy: i64) -> Result<()
     shared.check_writable()?;
     let commit_log_min = shared.commit_log_min.load(Ordering::Acquire);
     let (entries, offsets) = (db.entries()?, db.offsets()?);
-    let (candidates, old_dispatched): (Vec<(QueueKey, QueueState)>, i64) = {
+    let (mut candidates, old_dispatched): (Vec<(QueueKey, QueueState)>, i64) = {
         let cache = shared.offsets.read();
         let c = cache
             .queues
@@ -208,6 +226,25 @@ pub(crate) fn truncate_from_phy(shared: &Shared, db: &Db, phy: i64) -> Result<()
             .collect();
         (c, cache.dispatched)
     };
+    if old_dispatched > phy {
+        // Units at or past `phy` may sit in LMQs the cache does not hold:
+        // read every LMQ from the database (only after a crash that left the
+        // consume queue ahead of the CommitLog).
+        let cached: Vec<QueueKey> = {
+            let cache = shared.offsets.read();
+            offsets::lmq_keys(db)?
+                .into_iter()
+                .filter(|k| !cache.queues.contains_key(k))
+                .collect()
+        };
+        for k in cached {
+            if let Some(q) = offsets::load_queue(db, &k)? {
+                if q.last.is_some_and(|l| l.phy >= phy) {
+                    candidates.push((k, q));
+                }
+            }
+        }
+    }
     let mut batch = WriteBatch::default();
     let mut changed = Vec::with_capacity(candidates.len());
     for (k, mut q) in candidates {
@@ -241,7 +278,7 @@ pub(crate) fn truncate_from_phy(shared: &Shared, db: &Db, phy: i64) -> Result<()
     }
     let mut cache = shared.offsets.write();
     for (k, q) in changed {
-        cache.queues.insert(k, q);
+        cache.insert(k, q);
     }
     cache.dispatched = dispatched;
     Ok(())
@@ -257,6 +294,14 @@ pub(crate) fn delete_topic(shared: &Shared, db: &Db, topic: &str) -> Result<(), 
     }
     let _w = shared.write_lock.lock();
     shared.check_writable()?;
+    // An LMQ has one queue; it counts if it has keys (in the cache or not).
+    let lmq_existed = is_lmq(topic)
+        && (shared
+            .offsets
+            .read()
+            .queues
+            .contains_key(&(topic, LMQ_QUEUE_ID) as &dyn AsQueueKey)
+            || offsets::load_queue(db, &QueueKey::new(topic, LMQ_QUEUE_ID))?.is_some());
     let (start, end) = (key::topic_start(topic), key::topic_end(topic));
     let mut batch = WriteBatch::default();
     batch.delete_range_cf(db.entries()?, &start, &end);
@@ -265,10 +310,10 @@ pub(crate) fn delete_topic(shared: &Shared, db: &Db, topic: &str) -> Result<(), 
         shared.poison(&e);
         return Err(e);
     }
-    shared
-        .offsets
-        .write()
-        .queues
-        .retain(|k, _| k.topic != topic);
+    let mut cache = shared.offsets.write();
+    cache.remove_topic(topic);
+    if lmq_existed {
+        cache.lmq_total = cache.lmq_total.saturating_sub(1);
+    }
     Ok(())
 }

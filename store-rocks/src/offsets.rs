@@ -11,6 +11,7 @@ use rustc_hash::FxHashMap;
 
 use rmq_common::constants::CHECKPOINT_TOPIC;
 use rmq_common::cq::{CqError, QueueKey};
+use rmq_common::names::is_lmq;
 use rocksdb::IteratorMode;
 
 use crate::db::Db;
@@ -65,11 +66,63 @@ impl QueueState {
 }
 
 /// Every known queue and the dispatched offset.
+///
+/// Light message queues (`%LMQ%` topics) are the exception: they are not
+/// loaded at open, and only the writer keeps them here, for those it wrote
+/// lately (at most [`LMQ_CACHED`], beyond which clean ones are dropped). An
+/// LMQ missing here is read from the `offset` and `default` column families
+/// ([`load_queue`]), so a million idle LMQs cost no memory and no start-up
+/// time.
 #[derive(Debug, Default)]
 pub(crate) struct OffsetCache {
     pub queues: FxHashMap<QueueKey, QueueState>,
     /// CommitLog offset dispatched up to, as written with the last batch.
     pub dispatched: i64,
+    /// LMQ entries in `queues`.
+    pub lmq_cached: usize,
+    /// LMQ queues in the database (each has a min key).
+    pub lmq_total: u64,
+}
+
+/// LMQ states the cache keeps before the writer drops clean ones.
+pub(crate) const LMQ_CACHED: usize = 100_000;
+
+impl OffsetCache {
+    /// Inserts or replaces a queue's state.
+    pub fn insert(&mut self, k: QueueKey, q: QueueState) {
+        let lmq = is_lmq(&k.topic);
+        if self.queues.insert(k, q).is_none() && lmq {
+            self.lmq_cached += 1;
+        }
+    }
+
+    /// Forgets every queue of `topic`.
+    pub fn remove_topic(&mut self, topic: &str) {
+        let before = self.queues.len();
+        self.queues.retain(|k, _| k.topic != topic);
+        if is_lmq(topic) {
+            self.lmq_cached -= before - self.queues.len();
+        }
+    }
+
+    /// Drops LMQ states beyond [`LMQ_CACHED`] (down to three quarters of
+    /// it), keeping those `keep` names (max keys not yet written).
+    pub fn drop_lmqs(&mut self, keep: impl Fn(&QueueKey) -> bool) {
+        if self.lmq_cached <= LMQ_CACHED {
+            return;
+        }
+        let mut excess = self.lmq_cached - LMQ_CACHED * 3 / 4;
+        let mut dropped = 0;
+        self.queues.retain(|k, _| {
+            if excess == 0 || !is_lmq(&k.topic) || keep(k) {
+                return true;
+            }
+            excess -= 1;
+            dropped += 1;
+            false
+        });
+        self.lmq_cached -= dropped;
+    }
 }
 
 /// What the `offset` column family held at open.
@@ -94,6 +147,7 @@ pub(crate) fn load(db: &Db) -> Result<Loaded, CqError> {
     let mut raw: HashMap<QueueKey, RawQueue> = HashMap::new();
     let mut dispatched = 0;
     let mut commit_log_min = 0;
+    let mut lmq_total = 0u64;
     for item in db.db.iterator_cf(cf, IteratorMode::Start) {
         let (k, v) = item.map_err(engine_ctx("iterate the offset column family"))?;
         let (topic, kind, queue_id) = key::decode_offset_key(&k)?;
@@ -109,6 +163,13 @@ pub(crate) fn load(db: &Db) -> Result<Loaded, CqError> {
             }
             continue;
         }
+        if is_lmq(&topic) {
+            // Read when first used (see `OffsetCache`); only counted here.
+            if kind == OffsetKind::Min {
+                lmq_total += 1;
+            }
+            continue;
+        }
         let value = OffsetValue::decode(&v)?;
         let q = raw.entry(QueueKey::new(topic, queue_id)).or_default();
         match kind {
@@ -121,53 +182,106 @@ pub(crate) fn load(db: &Db) -> Result<Loaded, CqError> {
     let mut queues = FxHashMap::with_capacity_and_hasher(raw.len(), Default::default());
     for (k, q) in raw {
         let from_entries = lasts.get(&k).copied();
-        // A max key without its entry: the compaction filter dropped units
-        // below the CommitLog min (the lazy min correction empties such a
-        // queue), and the record start is a safe lower bound of its end.
-        let from_key = q.max.map(|m| LastUnit {
-            offset: m.queue_offset,
-            phy: m.phy_offset,
-            phy_end: m.phy_offset,
-        });
-        let mut last = match (from_entries, from_key) {
-            (Some(e), Some(m)) if m.offset > e.offset => {
-                // Only truncation (which rewrites the max key in the same
-                // batch) and the compaction filter remove entries.
-                tracing::warn!(topic = %k.topic, queue_id = k.queue_id, max_key = m.offset, last_entry = e.offset, "max key beyond the last entry; the queue resumes after the max key");
-                Some(m)
-            }
-            (Some(e), _) => Some(e),
-            (None, m) => m,
-        };
-        if let (Some(min), Some(l)) = (q.min, last) {
-            // An emptied queue (every unit below the CommitLog min) has its
-            // min key one past its old units, which stay until compaction
-            // drops them, and its max key deleted, perhaps not yet on disk.
-            if l.offset < min.queue_offset {
-                last = None;
-            }
+        if let Some(state) = derive(db, &k, q, from_entries)? {
+            queues.insert(k, state);
         }
-        let (min, min_phy) = match (q.min, last) {
-            (Some(m), _) => (m.queue_offset, m.phy_offset),
-            (None, Some(l)) => first_entry(db, &k)?.unwrap_or((l.offset, l.phy)),
-            (None, None) => continue,
-        };
-        queues.insert(
-            k,
-            QueueState {
-                min,
-                min_phy,
-                last,
-                // Not yet checked against the persisted CommitLog min: the
-                // first access corrects it.
-                min_checked: 0,
-            },
-        );
     }
     Ok(Loaded {
-        cache: OffsetCache { queues, dispatched },
+        cache: OffsetCache {
+            queues,
+            dispatched,
+            lmq_cached: 0,
+            lmq_total,
+        },
         commit_log_min,
     })
+}
+
+/// A queue's state from its min and max keys and its last entry; `None`
+/// when it has neither.
+fn derive(
+    db: &Db,
+    k: &QueueKey,
+    q: RawQueue,
+    from_entries: Option<LastUnit>,
+) -> Result<Option<QueueState>, CqError> {
+    // A max key without its entry: the compaction filter dropped units
+    // below the CommitLog min (the lazy min correction empties such a
+    // queue), and the record start is a safe lower bound of its end.
+    let from_key = q.max.map(|m| LastUnit {
+        offset: m.queue_offset,
+        phy: m.phy_offset,
+        phy_end: m.phy_offset,
+    });
+    let mut last = match (from_entries, from_key) {
+        (Some(e), Some(m)) if m.offset > e.offset => {
+            // Only truncation (which rewrites the max key in the same
+            // batch) and the compaction filter remove entries.
+            tracing::warn!(topic = %k.topic, queue_id = k.queue_id, max_key = m.offset, last_entry = e.offset, "max key beyond the last entry; the queue resumes after the max key");
+            Some(m)
+        }
+        (Some(e), _) => Some(e),
+        (None, m) => m,
+    };
+    if let (Some(min), Some(l)) = (q.min, last) {
+        // An emptied queue (every unit below the CommitLog min) has its
+        // min key one past its old units, which stay until compaction
+        // drops them, and its max key deleted, perhaps not yet on disk.
+        if l.offset < min.queue_offset {
+            last = None;
+        }
+    }
+    let (min, min_phy) = match (q.min, last) {
+        (Some(m), _) => (m.queue_offset, m.phy_offset),
+        (None, Some(l)) => first_entry(db, k)?.unwrap_or((l.offset, l.phy)),
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(QueueState {
+        min,
+        min_phy,
+        last,
+        // Not yet checked against the persisted CommitLog min: the first
+        // access corrects it.
+        min_checked: 0,
+    }))
+}
+
+/// One queue's state read from the database (an LMQ not in the cache);
+/// `None` when the queue has no keys.
+pub(crate) fn load_queue(db: &Db, k: &QueueKey) -> Result<Option<QueueState>, CqError> {
+    let cf = db.offsets()?;
+    let read = |kind: OffsetKind| -> Result<Option<OffsetValue>, CqError> {
+        let v = db
+            .db
+            .get_cf(cf, key::offset_key(&k.topic, kind, k.queue_id))
+            .map_err(engine_ctx("read a queue's min or max key"))?;
+        v.map(|v| OffsetValue::decode(&v))
+            .transpose()
+            .map_err(Into::into)
+    };
+    let raw = RawQueue {
+        min: read(OffsetKind::Min)?,
+        max: read(OffsetKind::Max)?,
+    };
+    if raw.min.is_none() && raw.max.is_none() {
+        return Ok(None);
+    }
+    let last = last_entries(db, std::iter::once(k))?.remove(k);
+    derive(db, k, raw, last)
+}
+
+/// Every LMQ queue in the database (those with a min key), by a walk of the
+/// `offset` column family.
+pub(crate) fn lmq_keys(db: &Db) -> Result<Vec<QueueKey>, CqError> {
+    let mut out = Vec::new();
+    for item in db.db.iterator_cf(db.offsets()?, IteratorMode::Start) {
+        let (k, _) = item.map_err(engine_ctx("iterate the offset column family"))?;
+        let (topic, kind, queue_id) = key::decode_offset_key(&k)?;
+        if kind == OffsetKind::Min && is_lmq(&topic) {
+            out.push(QueueKey::new(topic, queue_id));
+        }
+    }
+    Ok(out)
 }
 
 /// The last entry of every queue in `queues`, by one seek each on one

@@ -10,8 +10,6 @@ use rocksdb::properties::{
 };
 use rocksdb::statistics::Ticker;
 
-use rmq_common::names::is_lmq;
-
 use crate::db::Db;
 use crate::shared::Shared;
 
@@ -19,8 +17,8 @@ use crate::shared::Shared;
 pub(crate) fn collect(shared: &Shared) -> CqStats {
     let (queues, lmq_queues) = {
         let offsets = shared.offsets.read();
-        let lmq = offsets.queues.keys().filter(|k| is_lmq(&k.topic)).count();
-        (offsets.queues.len() as u64, lmq as u64)
+        let others = offsets.queues.len().saturating_sub(offsets.lmq_cached) as u64;
+        (others + offsets.lmq_total, offsets.lmq_total)
     };
     let mut s = CqStats {
         queues,

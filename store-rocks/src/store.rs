@@ -241,11 +241,21 @@ impl ConsumeQueueStore for RocksConsumeQueueStore {
         self.shared.check_open()?;
         // A pending min correction never changes the max: a queue it empties
         // gets min = max = the old max.
-        let cache = self.shared.offsets.read();
-        Ok(cache
+        let cached = self
+            .shared
+            .offsets
+            .read()
             .queues
             .get(&(topic, queue_id) as &dyn AsQueueKey)
-            .map_or(0, |q| q.max_offset()))
+            .map(|q| q.max_offset());
+        match cached {
+            Some(max) => Ok(max),
+            None if is_lmq(topic) => self.shared.with_db(|db| {
+                let q = offsets::load_queue(db, &QueueKey::new(topic, queue_id))?;
+                Ok(q.map_or(0, |q| q.max_offset()))
+            }),
+            None => Ok(0),
+        }
     }
 
     fn dispatched_phy_offset(&self) -> Result<i64, CqError> {
@@ -322,26 +332,46 @@ impl ConsumeQueueStore for RocksConsumeQueueStore {
             .with_db(|db| maintain::delete_topic(&self.shared, db, topic))
     }
 
-    fn queues(&self) -> Result<Vec<QueueKey>, CqError> {
+    fn queues_except_lmq(&self) -> Result<Vec<QueueKey>, CqError> {
         self.shared.check_open()?;
-        let mut keys: Vec<QueueKey> = self.shared.offsets.read().queues.keys().cloned().collect();
+        let mut keys: Vec<QueueKey> = self
+            .shared
+            .offsets
+            .read()
+            .queues
+            .keys()
+            .filter(|k| !is_lmq(&k.topic))
+            .cloned()
+            .collect();
+        keys.sort();
+        Ok(keys)
+    }
+
+    /// The cache's queues and, read from the database, every LMQ.
+    fn queues(&self) -> Result<Vec<QueueKey>, CqError> {
+        let mut keys = self.queues_except_lmq()?;
+        keys.extend(self.shared.with_db(offsets::lmq_keys)?);
         keys.sort();
         Ok(keys)
     }
 
     fn has_queue(&self, topic: &str, queue_id: i32) -> Result<bool, CqError> {
         self.shared.check_open()?;
-        let offsets = self.shared.offsets.read();
-        Ok(offsets
+        let cached = self
+            .shared
+            .offsets
+            .read()
             .queues
-            .contains_key(&(topic, queue_id) as &dyn AsQueueKey))
+            .contains_key(&(topic, queue_id) as &dyn AsQueueKey);
+        if cached || !is_lmq(topic) {
+            return Ok(cached);
+        }
+        self.shared
+            .with_db(|db| Ok(offsets::load_queue(db, &QueueKey::new(topic, queue_id))?.is_some()))
     }
 
     fn lmq_queues(&self) -> u64 {
-        // Only metrics ask (the limit is the file backend's): a walk of the
-        // cache's keys, no allocation.
-        let offsets = self.shared.offsets.read();
-        offsets.queues.keys().filter(|k| is_lmq(&k.topic)).count() as u64
+        self.shared.offsets.read().lmq_total
     }
 
     fn stats(&self) -> CqStats {

@@ -21,13 +21,14 @@ use std::thread::JoinHandle;
 use parking_lot::{Mutex, RwLock};
 use rmq_common::constants::CHECKPOINT_TOPIC;
 use rmq_common::cq::{AsQueueKey, CqError, CqPut, PutCallback, QueueKey};
+use rmq_common::names::is_lmq;
 use rocksdb::WriteBatch;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::db::Db;
 use crate::key::{self, EntryValue};
 use crate::maintain::{self, Correction};
-use crate::offsets::{LastUnit, OffsetCache, QueueState};
+use crate::offsets::{self, LastUnit, OffsetCache, QueueState, LMQ_CACHED};
 use crate::shared::Shared;
 
 /// Groups between two writes of the max keys of the queues they touched.
@@ -192,6 +193,13 @@ fn run(shared: &Shared, rx: &Receiver<Msg>, max_units: usize) {
         }
         commit_group(shared, group, units, &mut max_keys.dirty);
         max_keys.groups += 1;
+        // LMQs beyond the cache's bound go, except those whose max key is
+        // still to be written (they are read from the database when next
+        // used).
+        if shared.offsets.read().lmq_cached > LMQ_CACHED {
+            let dirty = &max_keys.dirty;
+            shared.offsets.write().drop_lmqs(|k| dirty.contains(k));
+        }
         if max_keys.groups >= max_key_groups(shared) || after.is_some() {
             max_keys.write(shared);
         }
@@ -344,6 +352,8 @@ struct Staged {
     state: QueueState,
     min_dirty: bool,
     max_dirty: bool,
+    /// An LMQ the database had no keys for.
+    new_lmq: bool,
 }
 
 /// Plans and writes the group under the write lock. `Err` means nothing of
@@ -486,11 +496,18 @@ fn stage(
     k: (&str, i32),
     commit_log_min: i64,
 ) -> Result<Staged, CqError> {
-    let Some(mut state) = cache.queues.get(&k as &dyn AsQueueKey).copied() else {
+    let cached = cache.queues.get(&k as &dyn AsQueueKey).copied();
+    let loaded = match cached {
+        // An LMQ the cache does not hold (see `OffsetCache`).
+        None if is_lmq(k.0) => offsets::load_queue(db, &QueueKey::new(k.0, k.1))?,
+        other => other,
+    };
+    let Some(mut state) = loaded else {
         return Ok(Staged {
             state: QueueState::empty(0, commit_log_min),
             min_dirty: false,
             max_dirty: false,
+            new_lmq: is_lmq(k.0),
         });
     };
     let corrected = if state.min_checked >= commit_log_min {
@@ -502,6 +519,7 @@ fn stage(
         state,
         min_dirty: corrected != Correction::Unchanged,
         max_dirty: corrected == Correction::Emptied,
+        new_lmq: false,
     })
 }
 
@@ -539,11 +557,13 @@ enum Verdict {
 /// updated in place; only a new one gets a key of its own.
 fn publish(cache: &mut OffsetCache, staged: FxHashMap<(&str, i32), Staged>, dispatched: i64) {
     for (k, st) in staged {
+        // A new LMQ that took no unit (all skipped) has no keys yet.
+        if st.new_lmq && st.state.last.is_some() {
+            cache.lmq_total += 1;
+        }
         match cache.queues.get_mut(&k as &dyn AsQueueKey) {
             Some(q) => *q = st.state,
-            None => {
-                cache.queues.insert(QueueKey::new(k.0, k.1), st.state);
-            }
+            None => cache.insert(QueueKey::new(k.0, k.1), st.state),
         }
     }
     cache.dispatched = dispatched;

@@ -99,6 +99,14 @@ pub trait ConsumeQueueStore: Send + Sync + std::fmt::Debug {
     /// Every queue that has ever received a unit and was not deleted.
     fn queues(&self) -> Result<Vec<QueueKey>, CqError>;
 
+    /// [`ConsumeQueueStore::queues`] without the light message queues (which
+    /// a backend may keep on disk only); the put path's table at open.
+    fn queues_except_lmq(&self) -> Result<Vec<QueueKey>, CqError> {
+        let mut q = self.queues()?;
+        q.retain(|k| !crate::names::is_lmq(&k.topic));
+        Ok(q)
+    }
+
     /// Whether `queues` would list (topic, queue_id), without listing them.
     fn has_queue(&self, topic: &str, queue_id: i32) -> Result<bool, CqError> {
         Ok(self

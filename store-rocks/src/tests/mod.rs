@@ -3,6 +3,7 @@
 
 mod basic;
 mod durability;
+mod lmq;
 mod maintain;
 mod writer;
 
