@@ -125,6 +125,11 @@ pub(crate) fn build(
     // key per touched queue per batch): level compaction keeps its space and
     // read amplification low.
     offsets.set_compaction_style(DBCompactionStyle::Level);
+    // LMQs are looked up by min and max key when first written or read and
+    // most such lookups miss (a new LMQ): a whole-key bloom filter in the
+    // memtable answers those misses without a skip-list search.
+    offsets.set_memtable_whole_key_filtering(true);
+    offsets.set_memtable_prefix_bloom_ratio(0.05);
 
     let mut write = WriteOptions::default();
     // WAL off (5.x's default): the CommitLog is the log. What only lived in
