@@ -25,6 +25,17 @@ pub fn default_binary() -> anyhow::Result<PathBuf> {
     Ok(std::env::current_exe()?.with_file_name("rmq-broker"))
 }
 
+/// How [`BrokerProcess::stop`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stopped {
+    /// It exited after SIGTERM.
+    Exited,
+    /// It was still running past the stop bound (or SIGTERM could not be
+    /// sent) and was killed.
+    Killed,
+}
+
 /// A running broker child, stopped when dropped.
 #[derive(Debug)]
 pub struct BrokerProcess {
@@ -100,8 +111,8 @@ impl BrokerProcess {
     }
 
     /// Stops it with SIGTERM (an orderly stop), or kills it past
-    /// [`STOP_BOUND`].
-    pub async fn stop(mut self) -> anyhow::Result<()> {
+    /// [`STOP_BOUND`]; says which.
+    pub async fn stop(mut self) -> anyhow::Result<Stopped> {
         let term = Command::new("kill")
             .args(["-TERM", &self.pid().to_string()])
             .status();
@@ -109,7 +120,7 @@ impl BrokerProcess {
             let deadline = Instant::now() + STOP_BOUND;
             while Instant::now() < deadline {
                 if self.child.try_wait()?.is_some() {
-                    return Ok(());
+                    return Ok(Stopped::Exited);
                 }
                 tokio::time::sleep(POLL).await;
             }
@@ -117,7 +128,7 @@ impl BrokerProcess {
         }
         self.child.kill()?;
         self.child.wait()?;
-        Ok(())
+        Ok(Stopped::Killed)
     }
 }
 

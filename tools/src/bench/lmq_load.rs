@@ -142,8 +142,9 @@ async fn lmq_entries(addr: SocketAddr) -> anyhow::Result<f64> {
     Ok(e.sum_where(rmq_store::metrics::names::CQ_LMQ_ENTRIES_TOTAL, &[]))
 }
 
-/// The broker's `dispatchBehindBytes` (GET_BROKER_RUNTIME_INFO).
-async fn dispatch_behind(client: &rmq_client::RemotingClient) -> anyhow::Result<i64> {
+/// A number from the broker's GET_BROKER_RUNTIME_INFO table
+/// (`dispatchBehindBytes`, `commitLogMaxOffset` ...).
+pub async fn runtime_value(client: &rmq_client::RemotingClient, key: &str) -> anyhow::Result<i64> {
     let resp = sdk::call(
         client,
         RemotingCommand::request(RequestCode::GetBrokerRuntimeInfo),
@@ -151,10 +152,10 @@ async fn dispatch_behind(client: &rmq_client::RemotingClient) -> anyhow::Result<
     .await?;
     let body: serde_json::Value = serde_json::from_slice(resp.body.as_deref().unwrap_or_default())
         .context("runtime info body")?;
-    let v = &body["table"]["dispatchBehindBytes"];
+    let v = &body["table"][key];
     v.as_str()
         .and_then(|s| s.parse().ok())
-        .with_context(|| format!("runtime info without a dispatchBehindBytes number: {v}"))
+        .with_context(|| format!("runtime info without a {key} number: {v}"))
 }
 
 /// Waits until every unit is dispatched (by `probe`) and every sampled LMQ
@@ -175,7 +176,7 @@ pub async fn wait_dispatched(
             DispatchProbe::Metrics { addr, baseline } => {
                 lmq_entries(addr).await? - baseline >= plan.units() as f64
             }
-            DispatchProbe::RuntimeInfo => dispatch_behind(&admin).await? == 0,
+            DispatchProbe::RuntimeInfo => runtime_value(&admin, "dispatchBehindBytes").await? == 0,
         };
         if done {
             break;
