@@ -112,12 +112,18 @@ impl BrokerProcess {
 
     /// Stops it with SIGTERM (an orderly stop), or kills it past
     /// [`STOP_BOUND`]; says which.
-    pub async fn stop(mut self) -> anyhow::Result<Stopped> {
+    pub async fn stop(self) -> anyhow::Result<Stopped> {
+        self.stop_within(STOP_BOUND).await
+    }
+
+    /// [`BrokerProcess::stop`] with a bound of the caller's (a broker
+    /// flushing many queues on the way out may need more).
+    pub async fn stop_within(mut self, bound: Duration) -> anyhow::Result<Stopped> {
         let term = Command::new("kill")
             .args(["-TERM", &self.pid().to_string()])
             .status();
         if term.map(|s| s.success()).unwrap_or(false) {
-            let deadline = Instant::now() + STOP_BOUND;
+            let deadline = Instant::now() + bound;
             while Instant::now() < deadline {
                 if self.child.try_wait()?.is_some() {
                     return Ok(Stopped::Exited);

@@ -107,6 +107,10 @@ pub struct LmqSpec {
     /// Longest wait for dispatch after the sends.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10m")]
     pub dispatch_timeout: Duration,
+    /// Longest an orderly stop (SIGTERM) may take before the broker is
+    /// killed (the report says which it was).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
+    pub stop_timeout: Duration,
     /// Pause before an idle RSS is read (fresh broker, after restart).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "2s")]
     pub idle_settle: Duration,
@@ -298,7 +302,7 @@ pub async fn run(spec: &LmqSpec) -> anyhow::Result<LmqReport> {
             empty,
         } => {
             let t = Instant::now();
-            let stopped = child.stop().await?;
+            let stopped = child.stop_within(spec.stop_timeout).await?;
             let stop_ms = t.elapsed().as_secs_f64() * 1e3;
             eprintln!("  stopped in {stop_ms:.0} ms ({stopped:?})");
             let at_rest = store_disk(&root);
@@ -408,7 +412,7 @@ async fn start_again(spec: &LmqSpec, again: &Again<'_>, sample: &[u64]) -> anyho
     tokio::time::sleep(spec.idle_settle).await;
     let after = Idle::of(child.pid());
     let open_files_after = proc_stats::open_fds(child.pid());
-    child.stop().await?;
+    child.stop_within(spec.stop_timeout).await?;
     let per_lmq = |a: u64, b: u64| (a as f64 - b as f64) * 1024.0 / spec.lmqs as f64;
     Ok(Restart {
         stop_ms: again.stop_ms,
