@@ -48,6 +48,17 @@ impl BrokerProcess {
     /// Runs `bin` with `--set KEY=VALUE` for each of `sets` in `dir` (its
     /// stdout and stderr land there) and waits until it listens.
     pub async fn start(bin: &Path, dir: &Path, sets: &[String]) -> anyhow::Result<Self> {
+        Self::start_within(bin, dir, sets, START_BOUND).await
+    }
+
+    /// [`BrokerProcess::start`] with a bound of the caller's (recovering a
+    /// store of many queues may take longer than [`START_BOUND`]).
+    pub async fn start_within(
+        bin: &Path,
+        dir: &Path,
+        sets: &[String],
+        bound: Duration,
+    ) -> anyhow::Result<Self> {
         if !bin.is_file() {
             bail!(
                 "broker binary {} not found (build it with `cargo build --release -p rmq-broker`, or pass --broker-bin)",
@@ -73,7 +84,7 @@ impl BrokerProcess {
         let mut child = cmd
             .spawn()
             .with_context(|| format!("running {}", bin.display()))?;
-        let deadline = Instant::now() + START_BOUND;
+        let deadline = Instant::now() + bound;
         loop {
             let stdout = std::fs::read_to_string(&out).unwrap_or_default();
             if let Some(addr) = listening(&stdout) {

@@ -35,7 +35,8 @@ use super::lmq_plan::{self, Plan};
 use super::lmq_report::{Disk, LmqReport, LmqRun, Restart};
 use super::proc_stats;
 
-/// Longest wait for a restarted broker to serve the first LMQ pull.
+/// Longest wait, once a restarted broker listens, for it to serve the
+/// first LMQ pull.
 const FIRST_PULL_BOUND: Duration = Duration::from_secs(120);
 /// Pause between attempts of that first pull.
 const FIRST_PULL_RETRY: Duration = Duration::from_millis(5);
@@ -107,6 +108,10 @@ pub struct LmqSpec {
     /// Longest wait for dispatch after the sends.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10m")]
     pub dispatch_timeout: Duration,
+    /// Longest a start (after the stop, on the full store) may take until
+    /// the broker listens.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "10m")]
+    pub start_timeout: Duration,
     /// Longest an orderly stop (SIGTERM) may take before the broker is
     /// killed (the report says which it was).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
@@ -390,11 +395,12 @@ struct Again<'a> {
 async fn start_again(spec: &LmqSpec, again: &Again<'_>, sample: &[u64]) -> anyhow::Result<Restart> {
     eprintln!("  starting again on the same store");
     let launched = Instant::now();
-    let child = BrokerProcess::start(again.bin, again.dir, again.sets).await?;
+    let child =
+        BrokerProcess::start_within(again.bin, again.dir, again.sets, spec.start_timeout).await?;
     let port_ms = launched.elapsed().as_secs_f64() * 1e3;
     let lmq = lmq_plan::lmq_name(&spec.topic_prefix, sample.first().copied().unwrap_or(0));
     let client = sdk::connect(child.addr()).await?;
-    let deadline = launched + FIRST_PULL_BOUND;
+    let deadline = Instant::now() + FIRST_PULL_BOUND;
     loop {
         match lmq_check::pull_once(&client, &lmq, 0, 1).await {
             Ok(r) if !r.messages.is_empty() => break,
