@@ -25,6 +25,17 @@ pub fn default_binary() -> anyhow::Result<PathBuf> {
     Ok(std::env::current_exe()?.with_file_name("rmq-broker"))
 }
 
+/// How [`BrokerProcess::stop`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stopped {
+    /// It exited after SIGTERM.
+    Exited,
+    /// It was still running past the stop bound (or SIGTERM could not be
+    /// sent) and was killed.
+    Killed,
+}
+
 /// A running broker child, stopped when dropped.
 #[derive(Debug)]
 pub struct BrokerProcess {
@@ -37,6 +48,17 @@ impl BrokerProcess {
     /// Runs `bin` with `--set KEY=VALUE` for each of `sets` in `dir` (its
     /// stdout and stderr land there) and waits until it listens.
     pub async fn start(bin: &Path, dir: &Path, sets: &[String]) -> anyhow::Result<Self> {
+        Self::start_within(bin, dir, sets, START_BOUND).await
+    }
+
+    /// [`BrokerProcess::start`] with a bound of the caller's (recovering a
+    /// store of many queues may take longer than [`START_BOUND`]).
+    pub async fn start_within(
+        bin: &Path,
+        dir: &Path,
+        sets: &[String],
+        bound: Duration,
+    ) -> anyhow::Result<Self> {
         if !bin.is_file() {
             bail!(
                 "broker binary {} not found (build it with `cargo build --release -p rmq-broker`, or pass --broker-bin)",
@@ -62,7 +84,7 @@ impl BrokerProcess {
         let mut child = cmd
             .spawn()
             .with_context(|| format!("running {}", bin.display()))?;
-        let deadline = Instant::now() + START_BOUND;
+        let deadline = Instant::now() + bound;
         loop {
             let stdout = std::fs::read_to_string(&out).unwrap_or_default();
             if let Some(addr) = listening(&stdout) {
@@ -100,16 +122,22 @@ impl BrokerProcess {
     }
 
     /// Stops it with SIGTERM (an orderly stop), or kills it past
-    /// [`STOP_BOUND`].
-    pub async fn stop(mut self) -> anyhow::Result<()> {
+    /// [`STOP_BOUND`]; says which.
+    pub async fn stop(self) -> anyhow::Result<Stopped> {
+        self.stop_within(STOP_BOUND).await
+    }
+
+    /// [`BrokerProcess::stop`] with a bound of the caller's (a broker
+    /// flushing many queues on the way out may need more).
+    pub async fn stop_within(mut self, bound: Duration) -> anyhow::Result<Stopped> {
         let term = Command::new("kill")
             .args(["-TERM", &self.pid().to_string()])
             .status();
         if term.map(|s| s.success()).unwrap_or(false) {
-            let deadline = Instant::now() + STOP_BOUND;
+            let deadline = Instant::now() + bound;
             while Instant::now() < deadline {
                 if self.child.try_wait()?.is_some() {
-                    return Ok(());
+                    return Ok(Stopped::Exited);
                 }
                 tokio::time::sleep(POLL).await;
             }
@@ -117,7 +145,7 @@ impl BrokerProcess {
         }
         self.child.kill()?;
         self.child.wait()?;
-        Ok(())
+        Ok(Stopped::Killed)
     }
 }
 

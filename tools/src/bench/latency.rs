@@ -61,7 +61,7 @@ impl Latencies {
 }
 
 /// Percentiles of a latency distribution, µs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LatencySummary {
     /// Values recorded.
     pub count: u64,

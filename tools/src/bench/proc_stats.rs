@@ -3,14 +3,39 @@
 
 /// VmRSS of process `pid`, KiB.
 pub fn rss_kib(pid: u32) -> Option<u64> {
-    vm_rss_kib(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+    status_kib(
+        &std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?,
+        "VmRSS:",
+    )
 }
 
-/// The `VmRSS:` line of a /proc/PID/status text, KiB.
-fn vm_rss_kib(status: &str) -> Option<u64> {
+/// VmHWM (peak resident memory) of process `pid`, KiB.
+pub fn hwm_kib(pid: u32) -> Option<u64> {
+    status_kib(
+        &std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?,
+        "VmHWM:",
+    )
+}
+
+/// RssAnon (resident anonymous memory: heap and stacks, not mapped
+/// files) of process `pid`, KiB.
+pub fn anon_kib(pid: u32) -> Option<u64> {
+    status_kib(
+        &std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?,
+        "RssAnon:",
+    )
+}
+
+/// Files process `pid` has open (entries of /proc/PID/fd).
+pub fn open_fds(pid: u32) -> Option<u64> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64)
+}
+
+/// The `key` line (e.g. `VmRSS:`) of a /proc/PID/status text, KiB.
+fn status_kib(status: &str, key: &str) -> Option<u64> {
     status
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
+        .find(|l| l.starts_with(key))?
         .split_whitespace()
         .nth(1)?
         .parse()
@@ -45,9 +70,11 @@ mod tests {
 
     #[test]
     fn parses_status_and_limits() {
-        let status = "Name:\trmq-broker\nVmPeak:\t  999 kB\nVmRSS:\t   12345 kB\nThreads:\t9\n";
-        assert_eq!(vm_rss_kib(status), Some(12345));
-        assert_eq!(vm_rss_kib("Name:\tx\n"), None);
+        let status = "Name:\trmq-broker\nVmPeak:\t  999 kB\nVmHWM:\t   23456 kB\nVmRSS:\t   12345 kB\nRssAnon:\t    2345 kB\nThreads:\t9\n";
+        assert_eq!(status_kib(status, "VmRSS:"), Some(12345));
+        assert_eq!(status_kib(status, "VmHWM:"), Some(23456));
+        assert_eq!(status_kib(status, "RssAnon:"), Some(2345));
+        assert_eq!(status_kib("Name:\tx\n", "VmRSS:"), None);
         let limits = "Limit                     Soft Limit           Hard Limit           Units\n\
                       Max processes             63431                63431                processes\n\
                       Max open files            20000                524288               files\n";
@@ -62,6 +89,9 @@ mod tests {
     fn reads_this_process() {
         let me = std::process::id();
         assert!(rss_kib(me).is_some_and(|k| k > 0));
+        assert!(hwm_kib(me).is_some_and(|k| k >= rss_kib(me).unwrap_or(0) / 2));
+        assert!(open_fds(me).is_some_and(|n| n >= 3));
+        assert!(anon_kib(me).is_some_and(|k| k > 0));
         assert!(cpu_seconds(me).is_some());
         assert!(open_files_limit().is_some_and(|n| n > 0));
     }

@@ -30,18 +30,28 @@
 //! * `rmq-bench timer`: timer messages through a fresh broker child per
 //!   timer store (wheel, RocksDB) in turn: insert rate, disk, RSS, restart
 //!   after kill -9, and due-delivery lag p50/p99/max.
+//! * `rmq-bench lmq (--broker ADDR | --spawn file|rocksdb)`: light message
+//!   queues: N messages each multi-dispatched into K of L LMQs
+//!   (`INNER_MULTI_DISPATCH`); send rate and p99, dispatch rate (units/s),
+//!   broker CPU per unit, RSS, open files, consume-queue and CommitLog
+//!   disk, then `--sample` LMQs pulled back and compared exactly; with
+//!   `--spawn ... --restart`, SIGTERM and start again on the same store:
+//!   time to the port and to the first LMQ pull, idle RSS per LMQ.
+//!   `rmq-bench lmq-table A.json B.json ...` makes the markdown table of
+//!   several runs (`scripts/bench-lmq.sh` runs the A/B).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use rmq_common::config::CqBackend;
 use rmq_common::FlushDiskType;
 use rmq_tools::bench::wire::{Protocol, Wire};
 use rmq_tools::bench::{
-    ab, grpc_idle, ha, live, load, meta, pop, report, reput, routes, store, timer, LoadOptions,
-    LoadSpec,
+    ab, grpc_idle, ha, live, lmq, lmq_report, load, meta, pop, report, reput, routes, store, timer,
+    LoadOptions, LoadSpec,
 };
 
 #[derive(Debug, Parser)]
@@ -210,6 +220,22 @@ enum Cmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Light message queues: multi-dispatch load, dispatch rate, the
+    /// broker's cost, an exact check of sampled LMQs, and (with --spawn
+    /// --restart) a restart on the same store.
+    Lmq {
+        #[command(flatten)]
+        spec: lmq::LmqSpec,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// The markdown table of `lmq --json` reports, one row each.
+    LmqTable {
+        /// The JSON files, in row order.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// Rebuild consume queues from one CommitLog: serial vs concurrent reput.
     Reput {
         /// Records in the log.
@@ -269,6 +295,18 @@ fn main() -> anyhow::Result<()> {
         Cmd::StoreCell { cell, out } => {
             let r = store::run_cell(&cell)?;
             report::write_json(&out, &r)
+        }
+        Cmd::LmqTable { files } => {
+            let mut rows = Vec::new();
+            for f in &files {
+                let text = std::fs::read_to_string(f)
+                    .with_context(|| format!("reading {}", f.display()))?;
+                let row: lmq_report::LmqReport = serde_json::from_str(&text)
+                    .with_context(|| format!("{} is not an `lmq --json` report", f.display()))?;
+                rows.push(row);
+            }
+            print!("{}", lmq_report::markdown(&rows));
+            Ok(())
         }
         Cmd::Reput {
             messages,
@@ -371,6 +409,11 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
         Cmd::Timer { spec, json } => {
             let r = timer::run(&spec).await?;
             report::write_json_to(json.as_deref(), &r)?;
+        }
+        Cmd::Lmq { spec, json } => {
+            let r = lmq::run(&spec).await?;
+            report::write_json_to(json.as_deref(), &r)?;
+            lmq::require_exact(&r.sample)?;
         }
         Cmd::GrpcIdle { spec, json } => {
             let r = grpc_idle::run(&spec).await?;
