@@ -299,6 +299,10 @@ pub async fn run(spec: &LmqSpec) -> anyhow::Result<LmqReport> {
     let anon_kib = pid.and_then(proc_stats::anon_kib);
     let open_files = pid.and_then(proc_stats::open_fds);
     let disk = target.store().map(store_disk);
+    // A fresh connection: the broker closes one idle for 120 s
+    // (serverChannelMaxIdleTimeSeconds), as a long dispatch wait leaves it.
+    admin.close().await;
+    let admin = sdk::connect(addr).await?;
     let commitlog_data_bytes = commitlog_data(&admin).await?;
     eprintln!(
         "  dispatched in {dispatch_secs:.2} s; pulling {} sampled LMQs",

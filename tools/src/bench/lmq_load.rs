@@ -170,13 +170,31 @@ pub async fn wait_dispatched(
     timeout: Duration,
 ) -> anyhow::Result<Instant> {
     let deadline = Instant::now() + timeout;
-    let admin = sdk::connect(addr).await?;
     loop {
-        let done = match probe {
-            DispatchProbe::Metrics { addr, baseline } => {
-                lmq_entries(addr).await? - baseline >= plan.units() as f64
+        let seen = match probe {
+            DispatchProbe::Metrics { addr, baseline } => lmq_entries(addr)
+                .await
+                .map(|n| n - baseline >= plan.units() as f64),
+            // A connection per probe: one idle for 120 s is closed by the
+            // broker, and a dispatch wait can be longer.
+            DispatchProbe::RuntimeInfo => match sdk::connect(addr).await {
+                Ok(admin) => {
+                    let behind = runtime_value(&admin, "dispatchBehindBytes").await;
+                    admin.close().await;
+                    behind.map(|n| n == 0)
+                }
+                Err(e) => Err(anyhow::Error::from(e)),
+            },
+        };
+        // A broker busy dispatching may answer a probe late: that is no
+        // reason to give up before the deadline.
+        let done = match seen {
+            Ok(done) => done,
+            Err(e) if Instant::now() <= deadline => {
+                eprintln!("  dispatch probe failed, trying again: {e:#}");
+                false
             }
-            DispatchProbe::RuntimeInfo => runtime_value(&admin, "dispatchBehindBytes").await? == 0,
+            Err(e) => return Err(e),
         };
         if done {
             break;
