@@ -24,8 +24,12 @@ pub(super) struct DiskBytes(HashMap<CqBackend, (Instant, u64, u64)>);
 
 impl Sampler {
     pub(super) fn consume_queues(&self) {
-        metrics::gauge!(names::LMQ_OFFSETS_HELD, vec![self.broker_label()])
-            .set(self.ctx.store.commit_log().lmq_offsets_held() as f64);
+        let serving = self.ctx.store.serving_backend();
+        metrics::gauge!(
+            names::LMQ_OFFSETS_HELD,
+            vec![self.broker_label(), Label::new("backend", serving.as_str())]
+        )
+        .set(self.ctx.store.commit_log().lmq_offsets_held() as f64);
         let status = self.ctx.store.cq_status();
         let serving_at = status
             .iter()
