@@ -402,15 +402,26 @@ impl Dispatcher {
         let visible = Arc::clone(&self.visible);
         let commit_log = Arc::clone(&self.commit_log);
         let metrics = self.lane.read().clone();
+        let units = puts.len();
         let lmq_units = puts.iter().filter(|p| is_lmq(&p.topic)).count();
-        let store_times: Vec<i64> = puts.iter().map(|p| p.store_timestamp).collect();
+        // One dispatch delay per record, not per unit: a record's units are
+        // adjacent and share its CommitLog offset (LMQ fan-out would
+        // otherwise weigh the histogram).
+        let mut store_times: Vec<i64> = Vec::with_capacity(units);
+        let mut last_phy = -1;
+        for p in &puts {
+            if p.phy_offset != last_phy {
+                store_times.push(p.store_timestamp);
+                last_phy = p.phy_offset;
+            }
+        }
         let handed_over = std::time::Instant::now();
         self.cq().put_async(
             puts,
             next_from,
             Box::new(move |result| {
                 if result.is_ok() {
-                    metrics.cq_write(store_times.len(), lmq_units, handed_over.elapsed());
+                    metrics.cq_write(units, lmq_units, handed_over.elapsed());
                     let now = rmq_common::time::now_ms();
                     for ts in &store_times {
                         metrics.dispatched(now - ts);
