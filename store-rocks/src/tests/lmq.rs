@@ -126,6 +126,9 @@ fn the_cache_holds_at_most_its_bound_of_lmqs() {
             110 + 10 * n as i64,
         )
         .unwrap();
+    // The put's answer comes before the writer drops; the next barrier
+    // comes after it.
+    store.flush().unwrap();
     let cached = store.shared().offsets.read().lmq_cached;
     assert!(cached <= LMQ_CACHED, "{cached} LMQs cached");
     assert_eq!(store.lmq_queues(), n as u64);
