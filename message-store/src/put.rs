@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use rmq_common::constants::property;
+use rmq_common::message::lmq::names_queues;
 use rmq_common::message::MessageToStore;
 use rmq_common::FlushDiskType;
 use rmq_store_file::commitlog::{AppendResult, FlushFailed};
@@ -196,12 +197,7 @@ impl MessageStore {
     /// more LMQ queues than `maxLmqConsumeQueueNum` (as RocketMQ 4.x does;
     /// the RocksDB backend has no such limit).
     fn admit_lmq(&self, msgs: &[MessageToStore]) -> Result<(), StoreError> {
-        let multi = |m: &MessageToStore| {
-            m.properties
-                .get(property::INNER_MULTI_DISPATCH)
-                .is_some_and(|v| !v.trim().is_empty())
-        };
-        if !msgs.iter().any(multi) {
+        if !msgs.iter().any(|m| names_queues(&m.properties)) {
             return Ok(());
         }
         self.check_lmq_limit()

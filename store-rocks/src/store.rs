@@ -126,6 +126,29 @@ impl RocksConsumeQueueStore {
         flushed
     }
 
+    /// A queue's state from the cache, or for an LMQ the cache does not
+    /// hold from the database; without the lazy min correction (callers that
+    /// read the min go through [`maintain::queue_for_read`]).
+    fn state_uncorrected(
+        &self,
+        topic: &str,
+        queue_id: i32,
+    ) -> Result<Option<crate::offsets::QueueState>, CqError> {
+        let cached = self
+            .shared
+            .offsets
+            .read()
+            .queues
+            .get(&(topic, queue_id) as &dyn AsQueueKey)
+            .copied();
+        match cached {
+            None if is_lmq(topic) => self
+                .shared
+                .with_db(|db| offsets::load_queue(db, &QueueKey::new(topic, queue_id))),
+            other => Ok(other),
+        }
+    }
+
     fn queue(
         &self,
         db: &Db,
@@ -241,21 +264,9 @@ impl ConsumeQueueStore for RocksConsumeQueueStore {
         self.shared.check_open()?;
         // A pending min correction never changes the max: a queue it empties
         // gets min = max = the old max.
-        let cached = self
-            .shared
-            .offsets
-            .read()
-            .queues
-            .get(&(topic, queue_id) as &dyn AsQueueKey)
-            .map(|q| q.max_offset());
-        match cached {
-            Some(max) => Ok(max),
-            None if is_lmq(topic) => self.shared.with_db(|db| {
-                let q = offsets::load_queue(db, &QueueKey::new(topic, queue_id))?;
-                Ok(q.map_or(0, |q| q.max_offset()))
-            }),
-            None => Ok(0),
-        }
+        Ok(self
+            .state_uncorrected(topic, queue_id)?
+            .map_or(0, |q| q.max_offset()))
     }
 
     fn dispatched_phy_offset(&self) -> Result<i64, CqError> {
@@ -357,17 +368,7 @@ impl ConsumeQueueStore for RocksConsumeQueueStore {
 
     fn has_queue(&self, topic: &str, queue_id: i32) -> Result<bool, CqError> {
         self.shared.check_open()?;
-        let cached = self
-            .shared
-            .offsets
-            .read()
-            .queues
-            .contains_key(&(topic, queue_id) as &dyn AsQueueKey);
-        if cached || !is_lmq(topic) {
-            return Ok(cached);
-        }
-        self.shared
-            .with_db(|db| Ok(offsets::load_queue(db, &QueueKey::new(topic, queue_id))?.is_some()))
+        Ok(self.state_uncorrected(topic, queue_id)?.is_some())
     }
 
     fn lmq_queues(&self) -> u64 {

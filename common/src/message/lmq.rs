@@ -43,6 +43,14 @@ pub enum LmqError {
     },
 }
 
+/// Whether `props` carry a non-blank INNER_MULTI_DISPATCH (the message names
+/// queues to be dispatched into).
+pub fn names_queues(props: &crate::message::Properties) -> bool {
+    props
+        .get(crate::constants::property::INNER_MULTI_DISPATCH)
+        .is_some_and(|v| !v.trim().is_empty())
+}
+
 /// Whether `name` may be a light message queue: `%LMQ%` and a valid topic.
 pub fn is_valid_lmq_name(name: &str) -> bool {
     is_lmq(name) && validate_topic(name).is_ok()
@@ -52,12 +60,13 @@ pub fn is_valid_lmq_name(name: &str) -> bool {
 /// takes an offset (a valid LMQ name not seen earlier in the list), else
 /// `None`.
 pub fn dispatch_entries(dispatch: &str) -> Vec<Option<&str>> {
-    let mut out: Vec<Option<&str>> = Vec::new();
-    for name in dispatch.split(SEPARATOR) {
-        let takes = is_valid_lmq_name(name) && !out.contains(&Some(name));
-        out.push(takes.then_some(name));
-    }
-    out
+    // A set, not a scan of `out`: the list may hold thousands of names and
+    // this runs under the put lock.
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    dispatch
+        .split(SEPARATOR)
+        .map(|name| (is_valid_lmq_name(name) && seen.insert(name)).then_some(name))
+        .collect()
 }
 
 /// The `INNER_MULTI_QUEUE_OFFSET` value for offsets taken per entry (empty

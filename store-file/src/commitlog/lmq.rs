@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use rmq_common::constants::property;
 use rmq_common::cq::CqError;
-use rmq_common::message::lmq::{dispatch_entries, join_offsets};
+use rmq_common::message::lmq::{dispatch_entries, join_offsets, names_queues};
 use rmq_common::message::record::replace_properties;
 use rmq_common::message::{sysflag, MessageToStore};
 use rmq_common::names::topic_allows_lmq;
@@ -184,10 +184,7 @@ impl LmqTaken {
 pub(super) fn is_multi_dispatch(msg: &MessageToStore) -> bool {
     sysflag::is_consumable(msg.sys_flag)
         && topic_allows_lmq(&msg.topic)
-        && msg
-            .properties
-            .get(property::INNER_MULTI_DISPATCH)
-            .is_some_and(|v| !v.trim().is_empty())
+        && names_queues(&msg.properties)
 }
 
 /// Takes an offset in each LMQ `msg` names and rewrites the properties of
