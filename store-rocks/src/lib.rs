@@ -32,6 +32,7 @@ mod compact;
 mod db;
 mod error;
 mod key;
+mod lmq_filter;
 mod maintain;
 mod offsets;
 mod options;

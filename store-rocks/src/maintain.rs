@@ -145,7 +145,7 @@ pub(crate) fn queue_for_read(
     let cached = shared.offsets.read().queues.get(k).copied();
     match cached {
         None if !is_lmq(&k.topic) => return Ok(None),
-        None => match offsets::load_queue(db, k)? {
+        None => match offsets::load_lmq(&shared.lmqs, db, k)? {
             None => return Ok(None),
             Some(q) if q.min_checked >= commit_log_min => return Ok(Some(q)),
             Some(_) => {}
@@ -160,7 +160,7 @@ pub(crate) fn queue_for_read(
     let in_cache = cached.is_some();
     let Some(mut q) = (match cached {
         Some(q) => Some(q),
-        None if is_lmq(&k.topic) => offsets::load_queue(db, k)?,
+        None if is_lmq(&k.topic) => offsets::load_lmq(&shared.lmqs, db, k)?,
         None => None,
     }) else {
         return Ok(None);
@@ -301,7 +301,7 @@ pub(crate) fn delete_topic(shared: &Shared, db: &Db, topic: &str) -> Result<(), 
             .read()
             .queues
             .contains_key(&(topic, LMQ_QUEUE_ID) as &dyn AsQueueKey)
-            || offsets::load_queue(db, &QueueKey::new(topic, LMQ_QUEUE_ID))?.is_some());
+            || offsets::load_lmq(&shared.lmqs, db, &QueueKey::new(topic, LMQ_QUEUE_ID))?.is_some());
     let (start, end) = (key::topic_start(topic), key::topic_end(topic));
     let mut batch = WriteBatch::default();
     batch.delete_range_cf(db.entries()?, &start, &end);

@@ -17,6 +17,7 @@ use rocksdb::IteratorMode;
 use crate::db::Db;
 use crate::error::{engine, engine_ctx};
 use crate::key::{self, EntryValue, OffsetKind, OffsetValue};
+use crate::lmq_filter::LmqFilter;
 
 /// The last unit written to a queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,6 +129,8 @@ impl OffsetCache {
 /// What the `offset` column family held at open.
 pub(crate) struct Loaded {
     pub cache: OffsetCache,
+    /// Every LMQ with a min or max key.
+    pub lmqs: LmqFilter,
     /// The persisted CommitLog min (0 if `correct_min_offset` never ran).
     pub commit_log_min: i64,
 }
@@ -148,6 +151,7 @@ pub(crate) fn load(db: &Db) -> Result<Loaded, CqError> {
     let mut dispatched = 0;
     let mut commit_log_min = 0;
     let mut lmq_total = 0u64;
+    let mut lmqs: Vec<(String, i32)> = Vec::new();
     for item in db.db.iterator_cf(cf, IteratorMode::Start) {
         let (k, v) = item.map_err(engine_ctx("iterate the offset column family"))?;
         let (topic, kind, queue_id) = key::decode_offset_key(&k)?;
@@ -164,9 +168,16 @@ pub(crate) fn load(db: &Db) -> Result<Loaded, CqError> {
             continue;
         }
         if is_lmq(&topic) {
-            // Read when first used (see `OffsetCache`); only counted here.
+            // Read when first used (see `OffsetCache`); only counted and
+            // put in the filter here (an LMQ's max key, then its min key).
             if kind == OffsetKind::Min {
                 lmq_total += 1;
+            }
+            if lmqs
+                .last()
+                .is_none_or(|(t, q)| *t != topic || *q != queue_id)
+            {
+                lmqs.push((topic, queue_id));
             }
             continue;
         }
@@ -187,6 +198,7 @@ pub(crate) fn load(db: &Db) -> Result<Loaded, CqError> {
         }
     }
     Ok(Loaded {
+        lmqs: LmqFilter::build(lmqs.iter().map(|(t, q)| (t.as_str(), *q))),
         cache: OffsetCache {
             queues,
             dispatched,
@@ -268,6 +280,19 @@ pub(crate) fn load_queue(db: &Db, k: &QueueKey) -> Result<Option<QueueState>, Cq
     }
     let last = last_entries(db, std::iter::once(k))?.remove(k);
     derive(db, k, raw, last)
+}
+
+/// [`load_queue`] for an LMQ, without a read when `lmqs` says it has no
+/// keys.
+pub(crate) fn load_lmq(
+    lmqs: &LmqFilter,
+    db: &Db,
+    k: &QueueKey,
+) -> Result<Option<QueueState>, CqError> {
+    if !lmqs.may_hold(&k.topic, k.queue_id) {
+        return Ok(None);
+    }
+    load_queue(db, k)
 }
 
 /// Every LMQ queue in the database (those with a min key), by a walk of the

@@ -10,7 +10,8 @@ use parking_lot::{Mutex, RwLock};
 use rmq_common::cq::CqError;
 
 use crate::db::Db;
-use crate::offsets::OffsetCache;
+use crate::lmq_filter::LmqFilter;
+use crate::offsets::{Loaded, OffsetCache};
 
 /// State shared by the store, its writer thread and its compaction thread.
 ///
@@ -22,6 +23,9 @@ pub(crate) struct Shared {
     pub db: RwLock<Option<Db>>,
     /// Per-queue min/max and the dispatched offset, as last written.
     pub offsets: RwLock<OffsetCache>,
+    /// The LMQs that may have keys (those not in `offsets` are read from
+    /// the database only if this says so).
+    pub lmqs: LmqFilter,
     /// Serializes every database mutation with the cache update that follows
     /// it, so idempotency checks see the state the next write builds on.
     pub write_lock: Mutex<()>,
@@ -45,10 +49,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn new(db: Db, offsets: OffsetCache, commit_log_min: Arc<AtomicI64>, dir: PathBuf) -> Self {
+    pub fn new(db: Db, loaded: Loaded, commit_log_min: Arc<AtomicI64>, dir: PathBuf) -> Self {
         Self {
             db: RwLock::new(Some(db)),
-            offsets: RwLock::new(offsets),
+            offsets: RwLock::new(loaded.cache),
+            lmqs: loaded.lmqs,
             write_lock: Mutex::new(()),
             commit_log_min,
             poison: Mutex::new(None),

@@ -65,9 +65,11 @@ impl RocksConsumeQueueStore {
             dir = %dir.display(),
             queues = loaded.cache.queues.len(),
             dispatched = loaded.cache.dispatched,
+            lmqs = loaded.cache.lmq_total,
+            lmq_filter_bytes = loaded.lmqs.bytes(),
             "opened the rocksdb consume queue"
         );
-        let shared = Arc::new(Shared::new(db, loaded.cache, commit_log_min, dir));
+        let shared = Arc::new(Shared::new(db, loaded, commit_log_min, dir));
         let writer = Writer::spawn(
             Arc::clone(&shared),
             config.rocksdb_group_commit_queue_capacity as usize,
@@ -142,9 +144,9 @@ impl RocksConsumeQueueStore {
             .get(&(topic, queue_id) as &dyn AsQueueKey)
             .copied();
         match cached {
-            None if is_lmq(topic) => self
-                .shared
-                .with_db(|db| offsets::load_queue(db, &QueueKey::new(topic, queue_id))),
+            None if is_lmq(topic) => self.shared.with_db(|db| {
+                offsets::load_lmq(&self.shared.lmqs, db, &QueueKey::new(topic, queue_id))
+            }),
             other => Ok(other),
         }
     }

@@ -27,6 +27,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::db::Db;
 use crate::key::{self, EntryValue};
+use crate::lmq_filter::LmqFilter;
 use crate::maintain::{self, Correction};
 use crate::offsets::{self, LastUnit, OffsetCache, QueueState, LMQ_CACHED};
 use crate::shared::Shared;
@@ -387,7 +388,7 @@ fn write_locked(
                 let st = match staged.entry((u.topic.as_str(), u.queue_id)) {
                     std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
                     std::collections::hash_map::Entry::Vacant(v) => {
-                        let st = stage(db, &cache, *v.key(), commit_log_min)?;
+                        let st = stage(db, &cache, &shared.lmqs, *v.key(), commit_log_min)?;
                         v.insert(st)
                     }
                 };
@@ -431,6 +432,14 @@ fn write_locked(
     }
     if dispatched != old_dispatched {
         maintain::put_checkpoint(&mut batch, offsets_cf, dispatched);
+    }
+    // Before the batch: a reader that finds no LMQ in the filter must find
+    // none in the database either.
+    for (&(topic, queue_id), _) in staged
+        .iter()
+        .filter(|(_, st)| st.new_lmq && st.state.last.is_some())
+    {
+        shared.lmqs.insert(topic, queue_id);
     }
     if !batch.is_empty() {
         #[cfg(test)]
@@ -493,13 +502,14 @@ impl EntryBatch {
 fn stage(
     db: &Db,
     cache: &OffsetCache,
+    lmqs: &LmqFilter,
     k: (&str, i32),
     commit_log_min: i64,
 ) -> Result<Staged, CqError> {
     let cached = cache.queues.get(&k as &dyn AsQueueKey).copied();
     let loaded = match cached {
         // An LMQ the cache does not hold (see `OffsetCache`).
-        None if is_lmq(k.0) => offsets::load_queue(db, &QueueKey::new(k.0, k.1))?,
+        None if is_lmq(k.0) => offsets::load_lmq(lmqs, db, &QueueKey::new(k.0, k.1))?,
         other => other,
     };
     let Some(mut state) = loaded else {
