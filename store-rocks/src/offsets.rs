@@ -107,15 +107,15 @@ impl OffsetCache {
     }
 
     /// Drops LMQ states beyond [`LMQ_CACHED`] (down to three quarters of
-    /// it), keeping those `keep` names (max keys not yet written).
-    pub fn drop_lmqs(&mut self, keep: impl Fn(&QueueKey) -> bool) {
+    /// it). Their keys are written with each group, so nothing is lost.
+    pub fn drop_lmqs(&mut self) {
         if self.lmq_cached <= LMQ_CACHED {
             return;
         }
         let mut excess = self.lmq_cached - LMQ_CACHED * 3 / 4;
         let mut dropped = 0;
         self.queues.retain(|k, _| {
-            if excess == 0 || !is_lmq(&k.topic) || keep(k) {
+            if excess == 0 || !is_lmq(&k.topic) {
                 return true;
             }
             excess -= 1;

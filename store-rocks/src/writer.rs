@@ -8,7 +8,8 @@
 //! it changes), while the max keys of the queues it touched are written
 //! together every [`MAX_KEY_GROUPS`] groups, at a barrier and when the
 //! thread ends. With many queues nearly every unit lands in a queue of its
-//! own, so a max key per unit doubled the memtable inserts. Nothing depends
+//! own, so a max key per unit doubled the memtable inserts. LMQs are the
+//! exception: their max keys go with the group (see `write_locked`). Nothing depends
 //! on a max key being current: at open the last entry of each queue is read
 //! from the entries (`offsets::load`).
 
@@ -26,7 +27,7 @@ use rocksdb::WriteBatch;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::db::Db;
-use crate::key::{self, EntryValue};
+use crate::key::{self, EntryValue, OffsetKind};
 use crate::lmq_filter::LmqFilter;
 use crate::maintain::{self, Correction};
 use crate::offsets::{self, LastUnit, OffsetCache, QueueState, LMQ_CACHED};
@@ -194,12 +195,10 @@ fn run(shared: &Shared, rx: &Receiver<Msg>, max_units: usize) {
         }
         commit_group(shared, group, units, &mut max_keys.dirty);
         max_keys.groups += 1;
-        // LMQs beyond the cache's bound go, except those whose max key is
-        // still to be written (they are read from the database when next
-        // used).
+        // LMQs beyond the cache's bound go (their keys are all written;
+        // they are read from the database when next used).
         if shared.offsets.read().lmq_cached > LMQ_CACHED {
-            let dirty = &max_keys.dirty;
-            shared.offsets.write().drop_lmqs(|k| dirty.contains(k));
+            shared.offsets.write().drop_lmqs();
         }
         if max_keys.groups >= max_key_groups(shared) || after.is_some() {
             max_keys.write(shared);
@@ -419,16 +418,37 @@ fn write_locked(
 
     let offsets_cf = db.offsets()?;
     // Min keys change on a queue's first unit or a min correction: rare, so
-    // written with the group. Key order again (topic length, topic, queue).
-    let mut min_changed: Vec<QueueKey> = staged
+    // written with the group. So are an LMQ's max keys: LMQs are many and
+    // mostly short, so deferring theirs saves few writes, and an LMQ with a
+    // max key to write could not leave the bounded cache. Key order again
+    // (topic length, topic, "max" before "min", queue).
+    let mut offset_keys: Vec<(QueueKey, OffsetKind)> = staged
         .iter()
-        .filter(|(_, st)| st.min_dirty)
-        .map(|(&(topic, queue_id), _)| QueueKey::new(topic, queue_id))
+        .flat_map(|(&(topic, queue_id), st)| {
+            let max = (st.max_dirty && is_lmq(topic)).then_some(OffsetKind::Max);
+            let min = st.min_dirty.then_some(OffsetKind::Min);
+            [max, min]
+                .into_iter()
+                .flatten()
+                .map(move |kind| (QueueKey::new(topic, queue_id), kind))
+        })
         .collect();
-    sort_offset_key_order(&mut min_changed);
-    for k in &min_changed {
+    offset_keys.sort_unstable_by(|(a, ak), (b, bk)| {
+        (a.topic.len(), &a.topic, *ak == OffsetKind::Min, a.queue_id).cmp(&(
+            b.topic.len(),
+            &b.topic,
+            *bk == OffsetKind::Min,
+            b.queue_id,
+        ))
+    });
+    for (k, kind) in &offset_keys {
         let st = &staged[&(k.topic.as_str(), k.queue_id)];
-        maintain::put_min_key(&mut batch, offsets_cf, k, &st.state);
+        match kind {
+            OffsetKind::Min => maintain::put_min_key(&mut batch, offsets_cf, k, &st.state),
+            OffsetKind::Max => {
+                maintain::put_or_delete_max_key(&mut batch, offsets_cf, k, &st.state)
+            }
+        }
     }
     if dispatched != old_dispatched {
         maintain::put_checkpoint(&mut batch, offsets_cf, dispatched);
@@ -457,7 +477,7 @@ fn write_locked(
         }
     }
     for (&k, st) in &staged {
-        if st.max_dirty && !dirty.contains(&k as &dyn AsQueueKey) {
+        if st.max_dirty && !is_lmq(k.0) && !dirty.contains(&k as &dyn AsQueueKey) {
             dirty.insert(QueueKey::new(k.0, k.1));
         }
     }

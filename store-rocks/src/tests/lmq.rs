@@ -145,3 +145,34 @@ fn the_cache_holds_at_most_its_bound_of_lmqs() {
         .unwrap();
     assert_eq!(read(&store, &lmq(0), 0, 0).len(), 2);
 }
+
+#[test]
+fn an_lmq_max_key_is_written_with_its_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    // Deferred max keys wait for a barrier that never comes.
+    store
+        .shared()
+        .hold_max_keys
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let units = [
+        unit(&lmq(1), 0, 0, 100),
+        unit(&lmq(1), 0, 1, 110),
+        unit("Plain", 0, 0, 120),
+    ];
+    store.put(&units, 130).unwrap();
+    let guard = store.shared().db.read();
+    let db = guard.as_ref().unwrap();
+    let raw = |topic: &str| {
+        db.db
+            .get_cf(
+                db.offsets().unwrap(),
+                crate::key::offset_key(topic, crate::key::OffsetKind::Max, 0),
+            )
+            .unwrap()
+            .map(|v| crate::key::OffsetValue::decode(&v).unwrap())
+    };
+    let max = raw(&lmq(1)).expect("the LMQ's max key is written with its units");
+    assert_eq!((max.queue_offset, max.phy_offset), (1, 110));
+    assert!(raw("Plain").is_none(), "a plain queue's max key waits");
+}
