@@ -81,7 +81,7 @@ pub(crate) struct OffsetCache {
     pub dispatched: i64,
     /// LMQ entries in `queues`.
     pub lmq_cached: usize,
-    /// LMQ queues in the database (each has a min key).
+    /// LMQ queues in the database (each has a min or a max key).
     pub lmq_total: u64,
 }
 
@@ -150,7 +150,6 @@ pub(crate) fn load(db: &Db) -> Result<Loaded, CqError> {
     let mut raw: HashMap<QueueKey, RawQueue> = HashMap::new();
     let mut dispatched = 0;
     let mut commit_log_min = 0;
-    let mut lmq_total = 0u64;
     let mut lmqs: Vec<(String, i32)> = Vec::new();
     for item in db.db.iterator_cf(cf, IteratorMode::Start) {
         let (k, v) = item.map_err(engine_ctx("iterate the offset column family"))?;
@@ -170,9 +169,6 @@ pub(crate) fn load(db: &Db) -> Result<Loaded, CqError> {
         if is_lmq(&topic) {
             // Read when first used (see `OffsetCache`); only counted and
             // put in the filter here (an LMQ's max key, then its min key).
-            if kind == OffsetKind::Min {
-                lmq_total += 1;
-            }
             if lmqs
                 .last()
                 .is_none_or(|(t, q)| *t != topic || *q != queue_id)
@@ -197,6 +193,7 @@ pub(crate) fn load(db: &Db) -> Result<Loaded, CqError> {
             queues.insert(k, state);
         }
     }
+    let lmq_total = lmqs.len() as u64;
     Ok(Loaded {
         lmqs: LmqFilter::build(lmqs.iter().map(|(t, q)| (t.as_str(), *q))),
         cache: OffsetCache {
@@ -245,6 +242,10 @@ fn derive(
     }
     let (min, min_phy) = match (q.min, last) {
         (Some(m), _) => (m.queue_offset, m.phy_offset),
+        // The writer leaves out the min key of an LMQ whose first unit is
+        // at 0 (the min's CommitLog offset is then unknown; only the lazy
+        // correction reads the min, by queue offset).
+        (None, Some(_)) if is_lmq(&k.topic) => (0, 0),
         (None, Some(l)) => first_entry(db, k)?.unwrap_or((l.offset, l.phy)),
         (None, None) => return Ok(None),
     };
@@ -295,14 +296,18 @@ pub(crate) fn load_lmq(
     load_queue(db, k)
 }
 
-/// Every LMQ queue in the database (those with a min key), by a walk of the
-/// `offset` column family.
+/// Every LMQ queue in the database (those with a min or max key), by a
+/// walk of the `offset` column family.
 pub(crate) fn lmq_keys(db: &Db) -> Result<Vec<QueueKey>, CqError> {
-    let mut out = Vec::new();
+    let mut out: Vec<QueueKey> = Vec::new();
     for item in db.db.iterator_cf(db.offsets()?, IteratorMode::Start) {
         let (k, _) = item.map_err(engine_ctx("iterate the offset column family"))?;
-        let (topic, kind, queue_id) = key::decode_offset_key(&k)?;
-        if kind == OffsetKind::Min && is_lmq(&topic) {
+        let (topic, _, queue_id) = key::decode_offset_key(&k)?;
+        // A queue's keys are adjacent: its max key, then its min key.
+        let seen = out
+            .last()
+            .is_some_and(|l| l.topic == topic && l.queue_id == queue_id);
+        if is_lmq(&topic) && !seen {
             out.push(QueueKey::new(topic, queue_id));
         }
     }
@@ -351,7 +356,8 @@ fn last_entries<'a>(
 }
 
 /// The first entry of a queue (queue offset, CommitLog offset). Only used for
-/// a max key without its min key, which the write path never leaves behind.
+/// a max key without its min key, which the write path never leaves behind
+/// outside LMQs.
 fn first_entry(db: &Db, k: &QueueKey) -> Result<Option<(i64, i64)>, CqError> {
     tracing::warn!(topic = %k.topic, queue_id = k.queue_id, "max key without min key; scanning for the first entry");
     let mut it = db.db.raw_iterator_cf(db.entries()?);

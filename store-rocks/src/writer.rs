@@ -400,7 +400,10 @@ fn write_locked(
                         store_timestamp: u.store_timestamp,
                     };
                     entries.push(u, value.encode());
-                    st.min_dirty |= verdict == Verdict::First;
+                    // A new LMQ starting at 0 needs no min key: an LMQ
+                    // without one starts at 0 (see `offsets::derive`).
+                    st.min_dirty |=
+                        verdict == Verdict::First && !(st.new_lmq && u.queue_offset == 0);
                     st.state.last = Some(LastUnit {
                         offset: u.queue_offset,
                         phy: u.phy_offset,

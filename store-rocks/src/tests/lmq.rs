@@ -176,3 +176,41 @@ fn an_lmq_max_key_is_written_with_its_group() {
     assert_eq!((max.queue_offset, max.phy_offset), (1, 110));
     assert!(raw("Plain").is_none(), "a plain queue's max key waits");
 }
+
+#[test]
+fn an_lmq_starting_at_zero_has_no_min_key_and_keeps_its_min_after_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open(dir.path());
+        // One LMQ from 0; another whose first unit is at 7 (its earlier
+        // records expired before a rebuild).
+        let units = [
+            unit(&lmq(1), 0, 0, 100),
+            unit(&lmq(1), 0, 1, 110),
+            unit(&lmq(2), 0, 7, 120),
+        ];
+        store.put(&units, 130).unwrap();
+        let guard = store.shared().db.read();
+        let db = guard.as_ref().unwrap();
+        let min_key = |topic: &str| {
+            db.db
+                .get_cf(
+                    db.offsets().unwrap(),
+                    crate::key::offset_key(topic, crate::key::OffsetKind::Min, 0),
+                )
+                .unwrap()
+        };
+        assert!(min_key(&lmq(1)).is_none(), "no min key for an LMQ from 0");
+        assert!(min_key(&lmq(2)).is_some(), "a min key for an LMQ from 7");
+        drop(guard);
+        store.close().unwrap();
+    }
+    let store = open(dir.path());
+    assert_eq!(store.lmq_queues(), 2);
+    assert_eq!(store.min_offset(&lmq(1), 0).unwrap(), 0);
+    assert_eq!(store.max_offset(&lmq(1), 0).unwrap(), 2);
+    assert_eq!(store.min_offset(&lmq(2), 0).unwrap(), 7);
+    assert_eq!(store.max_offset(&lmq(2), 0).unwrap(), 8);
+    assert_eq!(read(&store, &lmq(1), 0, 0).len(), 2);
+    assert_eq!(read(&store, &lmq(2), 0, 7).len(), 1);
+}
