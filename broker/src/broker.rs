@@ -137,7 +137,10 @@ impl Broker {
         )?);
         topics.serve_lmq(settings.store.enable_lmq);
         crate::meta::own_topics::create(&topics, &settings.broker);
-        let offsets = Arc::new(ConsumerOffsetManager::open(&root)?);
+        let offsets = Arc::new(ConsumerOffsetManager::open_with(
+            &root,
+            settings.store.enable_lmq,
+        )?);
         let groups = Arc::new(crate::meta::SubscriptionGroupManager::open(&root)?);
         groups.serve_lmq(settings.store.enable_lmq);
         {
