@@ -372,7 +372,7 @@ proptest! {
             "[A-Za-z0-9%_]{1,8}@[A-Za-z0-9_]{1,8}",
             proptest::collection::btree_map(0i32..64, any::<i64>(), 0..4), 0..4),
         seed in any::<u64>()) {
-        let v = OffsetsFile { offset_table: table };
+        let v = OffsetsFile { offset_table: table, ..OffsetsFile::default() };
         round_trip(&v, &Schema { maps_of_maps: vec!["offsetTable"], ..Schema::default() }, seed)?;
     }
 
@@ -549,6 +549,7 @@ fn offset_files_with_numbers_as_strings() {
         r#"{"offsetTable":{"T@g":{"0":"12","1":"-1"}}}"#,
         &OffsetsFile {
             offset_table: BTreeMap::from([("T@g".into(), BTreeMap::from([(0, 12), (1, -1)]))]),
+            ..OffsetsFile::default()
         },
     );
     same(

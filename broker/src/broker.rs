@@ -137,7 +137,10 @@ impl Broker {
         )?);
         topics.serve_lmq(settings.store.enable_lmq);
         crate::meta::own_topics::create(&topics, &settings.broker);
-        let offsets = Arc::new(ConsumerOffsetManager::open(&root)?);
+        let offsets = Arc::new(ConsumerOffsetManager::open_with(
+            &root,
+            settings.store.enable_lmq,
+        )?);
         let groups = Arc::new(crate::meta::SubscriptionGroupManager::open(&root)?);
         groups.serve_lmq(settings.store.enable_lmq);
         {
@@ -239,12 +242,17 @@ impl Broker {
             &settings.store.store_path_root_dir,
             addr,
         )?;
+        let lmq_fold = crate::metrics::LmqFold::new(
+            settings.store.enable_lmq,
+            settings.broker.enable_lmq_stats,
+        );
         let pop = Arc::new(crate::pop::PopRuntime::new(
             settings.broker.pop.clone(),
             Arc::clone(&pop_state),
             &settings.broker.broker_cluster_name,
             &settings.broker.broker_name,
             orders,
+            lmq_fold,
         ));
         store.add_arrival_listener(Arc::clone(&pop.polling) as _);
         let reviver = if slave {
@@ -291,10 +299,11 @@ impl Broker {
             registrar: Arc::default(),
             groups,
             stats: Arc::new(crate::metrics::BrokerStats::new()),
-            items: Arc::new(crate::metrics::StatsItems::new()),
+            items: Arc::new(crate::metrics::StatsItems::with_lmq_fold(lmq_fold)),
             rocketmq: Arc::new(crate::metrics::RocketmqMeters::new(
                 &settings_broker_name,
                 &settings_cluster_name,
+                lmq_fold,
             )),
             ha_acks: Arc::new(crate::ha::ReplicaAcks::new(settings_ha_gap)),
             ha_link: Arc::default(),

@@ -111,6 +111,10 @@ pub struct BrokerConfig {
     /// subscription group with the defaults; when off, only groups made
     /// with updateSubGroup may consume.
     pub auto_create_subscription_group: bool,
+    /// With `enableLmq`, keep stats and metric series per light message
+    /// queue; off (RocketMQ 5.3.3's default), every `%LMQ%…` topic or
+    /// group is counted under the one name `%LMQ%`.
+    pub enable_lmq_stats: bool,
     /// ASYNC_MASTER (default), SYNC_MASTER or SLAVE.
     pub broker_role: crate::ha::BrokerRole,
     /// Port slaves connect to for replication: 0 is listenPort + 1 (a free
@@ -201,6 +205,7 @@ impl Default for BrokerConfig {
             recall_message_enable: false,
             broker_permission: 6,
             auto_create_subscription_group: true,
+            enable_lmq_stats: false,
             broker_role: crate::ha::BrokerRole::AsyncMaster,
             ha_listen_port: 0,
             ha_master_address: String::new(),

@@ -1,5 +1,14 @@
 //! Consumer progress (`config/consumerOffset.json`): the next offset to
 //! consume per (group, topic, queue).
+//!
+//! With `enableLmq` the table lives in `config/lmqConsumerOffset.json`
+//! instead, in RocketMQ 5.3.3's shape (`LmqConsumerOffsetManager`): the
+//! offsets of `%LMQ%` groups as one number per `topic@group` in
+//! `lmqOffsetTable`, every other group's in `offsetTable`. So a store
+//! moves between Java and this broker with its offsets, whatever
+//! `enableLmq` says. Either setting reads the newer of the two files, so
+//! turning `enableLmq` on or off never loses progress (Java starts from an
+//! empty table the first time it is turned on).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -8,15 +17,61 @@ use crate::error::MetaError;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
+use rmq_common::names::is_lmq;
+
 use super::persist::{write_dirty, Generations, PersistTable, Snapshot};
 use super::{encode_json, read_json};
 
-/// `config/consumerOffset.json`.
+/// The file without `enableLmq`.
+const FILE: &str = "consumerOffset.json";
+/// The file with `enableLmq` (RocketMQ 5.3.3's `LmqConsumerOffsetManager`).
+const LMQ_FILE: &str = "lmqConsumerOffset.json";
+
+/// `config/consumerOffset.json` (or `lmqConsumerOffset.json`).
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub(crate) struct OffsetsFile {
     /// Key `topic@group`, as RocketMQ writes it.
     pub(crate) offset_table: BTreeMap<String, BTreeMap<i32, i64>>,
+    /// `lmqConsumerOffset.json` only: the offset of each `topic@group`
+    /// whose group is an LMQ, queue id left out (Java keeps one per pair).
+    /// Always empty in memory: loading moves it to queue 0 of
+    /// `offset_table`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) lmq_offset_table: BTreeMap<String, i64>,
+}
+
+impl OffsetsFile {
+    /// Moves `lmqOffsetTable` into queue 0 of `offsetTable` (a key in
+    /// both: the LMQ table wins, as Java's LMQ group reads only that one).
+    fn unfold_lmq(&mut self) {
+        for (k, offset) in std::mem::take(&mut self.lmq_offset_table) {
+            self.offset_table.entry(k).or_default().insert(0, offset);
+        }
+    }
+
+    /// The table in `lmqConsumerOffset.json`'s shape: LMQ groups' pairs in
+    /// `lmqOffsetTable` (queue 0's offset, else the first queue's).
+    fn fold_lmq(&self) -> Self {
+        let mut out = Self::default();
+        for (k, queues) in &self.offset_table {
+            let lmq_group = k.rsplit_once('@').is_some_and(|(_, g)| is_lmq(g));
+            match queues.get(&0).or_else(|| queues.values().next()) {
+                Some(offset) if lmq_group => {
+                    out.lmq_offset_table.insert(k.clone(), *offset);
+                }
+                _ => {
+                    out.offset_table.insert(k.clone(), queues.clone());
+                }
+            }
+        }
+        out
+    }
+}
+
+/// When `path` was last written; `None` when it does not exist.
+fn written_at(path: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
 /// Committed consumer offsets, written behind by the meta persister every
@@ -25,6 +80,8 @@ pub(crate) struct OffsetsFile {
 #[derive(Debug)]
 pub struct ConsumerOffsetManager {
     path: PathBuf,
+    /// Written in `lmqConsumerOffset.json`'s shape (`enableLmq`).
+    lmq_file: bool,
     state: Mutex<OffsetsFile>,
     generations: Generations,
     /// How far each group has pulled (memory only).
@@ -36,12 +93,33 @@ fn key(topic: &str, group: &str) -> String {
 }
 
 impl ConsumerOffsetManager {
-    /// Loads the file under the store root.
+    /// Loads `config/consumerOffset.json` under the store root (no LMQ).
     pub fn open(root: &std::path::Path) -> Result<Self, MetaError> {
-        let path = root.join("config").join("consumerOffset.json");
-        let file = read_json(&path)?.unwrap_or_default();
+        Self::open_with(root, false)
+    }
+
+    /// Loads the table under the store root and writes it where RocketMQ
+    /// 5.3.3 does for this `enableLmq`: from the newer of the two files
+    /// (the other setting's file when it is the newer one).
+    pub fn open_with(root: &std::path::Path, enable_lmq: bool) -> Result<Self, MetaError> {
+        let config = root.join("config");
+        let (own, other) = match enable_lmq {
+            true => (config.join(LMQ_FILE), config.join(FILE)),
+            false => (config.join(FILE), config.join(LMQ_FILE)),
+        };
+        let from = match (written_at(&own), written_at(&other)) {
+            (None, Some(_)) => &other,
+            (Some(a), Some(b)) if b > a => &other,
+            _ => &own,
+        };
+        if from != &own {
+            tracing::info!(file = %from.display(), "consumer offsets read from the newer file of the other enableLmq setting");
+        }
+        let mut file: OffsetsFile = read_json(from)?.unwrap_or_default();
+        file.unfold_lmq();
         Ok(Self {
-            path,
+            path: own,
+            lmq_file: enable_lmq,
             state: Mutex::new(file),
             generations: Generations::default(),
             pulled: super::pulled::PullOffsets::default(),
@@ -183,7 +261,11 @@ impl PersistTable for ConsumerOffsetManager {
     fn encode_snapshot(&self) -> Result<Snapshot, MetaError> {
         let (snapshot, generation) = {
             let s = self.state.lock();
-            (s.clone(), self.generations.current())
+            let copy = match self.lmq_file {
+                true => s.fold_lmq(),
+                false => s.clone(),
+            };
+            (copy, self.generations.current())
         };
         Ok(Snapshot {
             bytes: encode_json(&self.path, &snapshot)?,
@@ -213,5 +295,58 @@ mod tests {
         assert_eq!(m.query("g", "T", 1), Some(5));
         assert_eq!(m.group_offsets("g").len(), 2);
         assert_eq!(m.groups_of_topic("T"), vec!["g".to_owned()]);
+    }
+
+    /// What RocketMQ 5.3.3 writes with enableLmq (fastjson: bare queue ids).
+    const JAVA_LMQ_FILE: &str = r#"{"offsetTable":{"T@g":{0:12,1:5},"%LMQ%a@CID_1":{0:4}},
+        "lmqOffsetTable":{"%LMQ%a@%LMQ%g":7},"dataVersion":{"timestamp":1,"counter":2}}"#;
+
+    #[test]
+    fn enable_lmq_reads_and_writes_javas_lmq_consumer_offset_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(config.join(LMQ_FILE), JAVA_LMQ_FILE).unwrap();
+        let m = ConsumerOffsetManager::open_with(dir.path(), true).unwrap();
+        assert_eq!(m.query("g", "T", 1), Some(5));
+        assert_eq!(m.query("CID_1", "%LMQ%a", 0), Some(4));
+        assert_eq!(m.query("%LMQ%g", "%LMQ%a", 0), Some(7), "lmqOffsetTable");
+        m.commit("%LMQ%g", "%LMQ%a", 0, 9);
+        m.persist().unwrap();
+        assert!(!config.join(FILE).exists(), "written where Java reads it");
+        let raw: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(config.join(LMQ_FILE)).unwrap()).unwrap();
+        assert_eq!(
+            raw["lmqOffsetTable"],
+            serde_json::json!({"%LMQ%a@%LMQ%g": 9})
+        );
+        assert_eq!(
+            raw["offsetTable"]["%LMQ%a@CID_1"],
+            serde_json::json!({"0": 4})
+        );
+        assert!(raw["offsetTable"].get("%LMQ%a@%LMQ%g").is_none(), "{raw}");
+        // GET_ALL_CONSUMER_OFFSET keeps this broker's one shape.
+        let all: serde_json::Value = serde_json::from_slice(&m.table_json().unwrap()).unwrap();
+        assert_eq!(
+            all["offsetTable"]["%LMQ%a@%LMQ%g"],
+            serde_json::json!({"0": 9})
+        );
+    }
+
+    #[test]
+    fn switching_enable_lmq_reads_the_newer_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = ConsumerOffsetManager::open_with(dir.path(), false).unwrap();
+        m.commit("g", "T", 0, 3);
+        m.persist().unwrap();
+        // LMQ turned on: the plain file is the only one, so it is read.
+        let m = ConsumerOffsetManager::open_with(dir.path(), true).unwrap();
+        assert_eq!(m.query("g", "T", 0), Some(3));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        m.commit("g", "T", 0, 8);
+        m.persist().unwrap();
+        // And off again: the LMQ file is newer.
+        let m = ConsumerOffsetManager::open_with(dir.path(), false).unwrap();
+        assert_eq!(m.query("g", "T", 0), Some(8));
     }
 }

@@ -168,15 +168,27 @@ pub struct StatsItems {
     broker_get: Item,
     /// When each ring was last sampled.
     last_sample: Mutex<[i64; 3]>,
+    /// LMQ topics and groups are counted as `%LMQ%`.
+    fold: super::LmqFold,
 }
 
 impl StatsItems {
-    /// No items yet.
+    /// No items yet; LMQ names are kept as they are.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// No items yet; LMQ names folded by `fold` (RocketMQ's
+    /// `LmqBrokerStatsManager`).
+    pub fn with_lmq_fold(fold: super::LmqFold) -> Self {
+        Self {
+            fold,
+            ..Self::default()
+        }
+    }
+
     fn topic(&self, topic: &str) -> Arc<TopicItems> {
+        let topic = self.fold.name(topic);
         if let Some(t) = self.topics.read().get(topic) {
             return Arc::clone(t);
         }
@@ -185,6 +197,7 @@ impl StatsItems {
 
     fn group(&self, topic: &str, group: &str) -> Arc<GroupItems> {
         let t = self.topic(topic);
+        let group = self.fold.name(group);
         if let Some(g) = t.groups.read().get(group) {
             return Arc::clone(g);
         }
@@ -321,6 +334,7 @@ impl StatsItems {
     /// `group`'s pulls per second from `topic` over the last minute (Java's
     /// `tpsGroupGetNums`; 0 without pulls).
     pub fn group_get_tps(&self, topic: &str, group: &str) -> f64 {
+        let (topic, group) = (self.fold.name(topic), self.fold.name(group));
         self.views(StatsKind::GroupGetNums, &format!("{topic}@{group}"))
             .map_or(0.0, |v| v.stats_minute.tps)
     }

@@ -11,6 +11,7 @@ mod describe;
 pub mod float;
 mod http;
 pub mod items;
+pub mod lmq_fold;
 pub mod outcomes;
 pub mod process;
 pub mod rocketmq;
@@ -21,6 +22,7 @@ pub mod tps;
 
 pub use http::serve_metrics;
 pub use items::{StatsItems, StatsKind};
+pub use lmq_fold::LmqFold;
 pub use rmq_store::metrics::{
     base_labels, topic_class, LaneMetrics, Role, StoreMetrics, Totals, TOPIC_CLASSES,
 };

@@ -55,6 +55,8 @@ pub struct Outcomes {
     finish: Keyed<String, Histogram>,
     /// By (consumer group, topic).
     dead_letters: Keyed<(String, String), Counter>,
+    /// LMQ topics and groups are labelled `%LMQ%`.
+    fold: super::LmqFold,
 }
 
 /// Seconds from a half's birth at `born_ms` to `now_ms`, as RocketMQ
@@ -65,10 +67,12 @@ pub fn finish_latency_s(born_ms: i64, now_ms: i64) -> u64 {
 }
 
 impl Outcomes {
-    /// Series carrying `labels` (the broker's and RocketMQ's common ones).
-    pub fn new(labels: Vec<Label>) -> Self {
+    /// Series carrying `labels` (the broker's and RocketMQ's common ones),
+    /// LMQ names labelled as `fold` says.
+    pub fn new(labels: Vec<Label>, fold: super::LmqFold) -> Self {
         Self {
             labels,
+            fold,
             commits: Keyed::default(),
             rollbacks: Keyed::default(),
             finish: Keyed::default(),
@@ -85,6 +89,7 @@ impl Outcomes {
     /// A transaction of real topic `topic`, whose half was born at
     /// `born_ms`, was committed at `now_ms`.
     pub fn committed(&self, topic: &str, born_ms: i64, now_ms: i64) {
+        let topic = self.fold.name(topic);
         if let Some(c) = self.commits.handle(topic.to_owned(), |t| {
             metrics::counter!(r::COMMIT_MESSAGES_TOTAL, self.topic_labels(t))
         }) {
@@ -99,6 +104,7 @@ impl Outcomes {
 
     /// A transaction of real topic `topic` was rolled back.
     pub fn rolled_back(&self, topic: &str) {
+        let topic = self.fold.name(topic);
         if let Some(c) = self.rollbacks.handle(topic.to_owned(), |t| {
             metrics::counter!(r::ROLLBACK_MESSAGES_TOTAL, self.topic_labels(t))
         }) {
@@ -109,7 +115,10 @@ impl Outcomes {
     /// A message of `topic` that `group` consumed was moved to the group's
     /// dead-letter topic.
     pub fn sent_to_dlq(&self, group: &str, topic: &str) {
-        let key = (group.to_owned(), topic.to_owned());
+        let key = (
+            self.fold.name(group).to_owned(),
+            self.fold.name(topic).to_owned(),
+        );
         if let Some(c) = self.dead_letters.handle(key, |(g, t)| {
             let mut l = self.labels.clone();
             l.extend([

@@ -81,15 +81,19 @@ pub struct RocketmqMeters {
     pub rpc: RpcMeters,
     /// Transactions and dead letters.
     pub outcomes: Outcomes,
+    /// LMQ topics and groups are labelled `%LMQ%`.
+    fold: super::LmqFold,
 }
 
 impl RocketmqMeters {
-    /// The meters of broker `broker` in cluster `cluster`.
-    pub fn new(broker: &str, cluster: &str) -> Self {
+    /// The meters of broker `broker` in cluster `cluster`, labelling LMQ
+    /// names as `fold` says.
+    pub fn new(broker: &str, cluster: &str, fold: super::LmqFold) -> Self {
         let labels = common_labels(broker, cluster);
         Self {
             rpc: RpcMeters::new(labels.clone()),
-            outcomes: Outcomes::new(labels.clone()),
+            outcomes: Outcomes::new(labels.clone(), fold),
+            fold,
             labels,
             sizes: RwLock::default(),
             topic_create: RwLock::default(),
@@ -100,6 +104,7 @@ impl RocketmqMeters {
     /// One send stored `messages` messages of `bytes` bytes in `topic`:
     /// one observation of their mean size, as RocketMQ records it.
     pub fn message_stored(&self, topic: &str, messages: usize, bytes: u64) {
+        let topic = self.fold.name(topic);
         if messages == 0 || !counted(topic) {
             return;
         }

@@ -124,6 +124,7 @@ impl PopRuntime {
         cluster: &str,
         broker_name: &str,
         orders: Arc<orderly::OrderTable>,
+        lmq_fold: crate::metrics::LmqFold,
     ) -> Self {
         let polling = Arc::new(polling::PopPolling::new(
             config.pop_polling_size,
@@ -135,7 +136,10 @@ impl PopRuntime {
             broker_name: broker_name.to_owned(),
             polling,
             orders,
-            metrics: Arc::default(),
+            metrics: Arc::new(PopMetrics {
+                pairs: pair_counts::PairCounts::with_lmq_fold(lmq_fold),
+                ..PopMetrics::default()
+            }),
             revive_counter: AtomicU64::new(0),
             locks: Mutex::default(),
             rng: AtomicU64::new(rmq_common::time::now_ms().unsigned_abs() | 1),

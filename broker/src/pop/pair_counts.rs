@@ -24,12 +24,23 @@ pub struct Counts {
 #[derive(Debug, Default)]
 pub struct PairCounts {
     table: Mutex<HashMap<String, HashMap<String, Counts>>>,
+    /// LMQ topics and groups are counted as `%LMQ%`.
+    fold: crate::metrics::LmqFold,
 }
 
 impl PairCounts {
+    /// No counts yet; LMQ names folded by `fold`.
+    pub fn with_lmq_fold(fold: crate::metrics::LmqFold) -> Self {
+        Self {
+            table: Mutex::default(),
+            fold,
+        }
+    }
+
     /// Adds to the counts of (`group`, `topic`); allocates only for a pair
     /// seen first.
     pub fn add(&self, group: &str, topic: &str, f: impl FnOnce(&mut Counts)) {
+        let (group, topic) = (self.fold.name(group), self.fold.name(topic));
         let mut t = self.table.lock();
         let groups = match t.get_mut(topic) {
             Some(g) => g,

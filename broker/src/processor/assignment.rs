@@ -2,7 +2,8 @@
 //! GET_ALL_MESSAGE_REQUEST_MODE: server-side assignment of a group's
 //! queues to its clients, in PULL or POP mode (RocketMQ 5.x).
 
-use rmq_common::constants::RETRY_GROUP_TOPIC_PREFIX;
+use rmq_common::constants::{LMQ_QUEUE_ID, RETRY_GROUP_TOPIC_PREFIX};
+use rmq_common::names::{is_lmq, validate_group};
 use rmq_common::remoting::body::{
     MessageQueue, QueryAssignmentAnswer, QueryAssignmentBody, SetMessageRequestModeBody,
 };
@@ -27,16 +28,7 @@ fn body<T: serde::de::DeserializeOwned>(req: &RemotingCommand, what: &str) -> Re
 /// (unknown topic, strategy or model, no client of the group online).
 pub(crate) fn query(p: &PopPath, req: &RemotingCommand) -> Handled {
     let q: QueryAssignmentBody = body(req, "QUERY_ASSIGNMENT")?;
-    let broker_name = &p.settings.broker.broker_name;
-    let queues = p.topics.get(&q.topic).map(|t| {
-        (0..t.read_queue_nums.max(0))
-            .map(|queue_id| MessageQueue {
-                topic: q.topic.clone(),
-                broker_name: broker_name.clone(),
-                queue_id,
-            })
-            .collect()
-    });
+    let queues = queues_of(p, &q.topic, &q.message_model);
     let pop = &p.settings.broker.pop;
     let input = AssignmentInput {
         client: &q.client_id,
@@ -69,9 +61,38 @@ pub(crate) fn query(p: &PopPath, req: &RemotingCommand) -> Handled {
     json_success(&answer)
 }
 
+/// The queues QUERY_ASSIGNMENT shares out. An LMQ (`%LMQ%` name, whether
+/// or not `enableLmq` is on) has no route: clustering gets its one queue on
+/// this broker, `(lmq, brokerName, 0)`, and broadcasting nothing, as
+/// RocketMQ 5.3.3 answers (its broadcasting set comes from the NameServer
+/// route, which no LMQ has).
+fn queues_of(p: &PopPath, topic: &str, model: &str) -> Option<Vec<MessageQueue>> {
+    let broker_name = &p.settings.broker.broker_name;
+    if is_lmq(topic) {
+        return (model == "CLUSTERING").then(|| {
+            vec![MessageQueue {
+                topic: topic.to_owned(),
+                broker_name: broker_name.clone(),
+                queue_id: LMQ_QUEUE_ID,
+            }]
+        });
+    }
+    p.topics.get(topic).map(|t| {
+        (0..t.read_queue_nums.max(0))
+            .map(|queue_id| MessageQueue {
+                topic: topic.to_owned(),
+                broker_name: broker_name.clone(),
+                queue_id,
+            })
+            .collect()
+    })
+}
+
 /// SET_MESSAGE_REQUEST_MODE: refused for a retry topic, an unknown topic
-/// or an unknown group (RocketMQ 5.3.3's codes and remarks); otherwise
-/// stored and written to `config/messageRequestMode.json` before the
+/// or an unknown group (RocketMQ 5.3.3's codes and remarks; with
+/// `autoCreateSubscriptionGroup` a valid group name is created, as Java's
+/// `findSubscriptionGroupConfig` does, so RocketMQ's LMQPushPopConsumer
+/// example can switch a fresh group to POP); otherwise stored and written to `config/messageRequestMode.json` before the
 /// answer.
 pub(crate) async fn set(p: &std::sync::Arc<PopPath>, req: &RemotingCommand) -> Handled {
     let entry: SetMessageRequestModeBody = body(req, "SET_MESSAGE_REQUEST_MODE")?;
@@ -87,11 +108,18 @@ pub(crate) async fn set(p: &std::sync::Arc<PopPath>, req: &RemotingCommand) -> H
             format!("topic[{}] not exist", entry.topic),
         ));
     }
-    if p.groups.get(&entry.consumer_group).is_none() {
+    let group = &entry.consumer_group;
+    let auto_create = p.settings.broker.auto_create_subscription_group
+        && validate_group(group).is_ok()
+        && !group.trim().is_empty();
+    if p.groups.get(group).is_none() && !auto_create {
         return Err(Refusal::new(
             ResponseCode::SubscriptionGroupNotExist,
             "subscription group does not exist",
         ));
+    }
+    if p.groups.get(group).is_none() {
+        p.groups.get_or_create([group.as_str()]);
     }
     let table = std::sync::Arc::clone(&p.request_modes);
     blocking(move || table.set(entry))

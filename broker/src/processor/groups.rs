@@ -96,10 +96,12 @@ pub(crate) async fn create_list(cons: &Arc<Consumption>, req: &RemotingCommand) 
 }
 
 /// DELETE_SUBSCRIPTIONGROUP. Java deletes a group that does not exist
-/// without complaint.
+/// without complaint. With `removeOffset` (4.x) or `cleanOffset` (5.x)
+/// every offset the group holds goes too, those on light message queues
+/// included (5.3.3's `LmqConsumerOffsetManager.removeOffset`).
 pub(crate) async fn delete(cons: &Arc<Consumption>, h: DeleteGroupRequestHeader) -> Handled {
     let group = h.group_name;
-    let remove_offset = h.remove_offset.unwrap_or(false);
+    let remove_offset = h.remove_offset.unwrap_or(false) || h.clean_offset.unwrap_or(false);
     let groups = Arc::clone(&cons.groups);
     let g = group.clone();
     blocking(move || groups.delete(&g)).await??;

@@ -7,7 +7,7 @@
 //! so clients and tools that match on them keep working.
 
 use rmq_common::names::{is_not_allowed_send_topic, is_system_topic, validate_group};
-use rmq_common::remoting::{RemotingCommand, ResponseCode, Rule};
+use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode, Rule};
 
 use super::Refusal;
 use crate::meta::TopicConfigManager;
@@ -192,9 +192,15 @@ pub(crate) fn request(
     // A send may leave the queue to the broker (-1); the send processor
     // checks the rest against the topic it may create. POP reads every
     // queue with -1 and answers a bad id with 5.x's own codes.
+    // RocketMQ 5.x's INVOKE_BROKER_TO_RESET_OFFSET always carries
+    // `queueId`, -1 for every queue (mqadmin 5.3.3 resetOffsetByTime).
+    let every_queue =
+        RequestCode::from_i32(req.code) == Some(RequestCode::InvokeBrokerToResetOffset);
     if rule != Rule::Send && rule != Rule::Pop {
         if let (Some(t), Some(q)) = (topic_name, ext.get_i32("queueId")?) {
-            queue_of(topics, t, q)?;
+            if !(every_queue && q == -1) {
+                queue_of(topics, t, q)?;
+            }
         }
     }
     Ok(())

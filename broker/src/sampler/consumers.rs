@@ -61,15 +61,17 @@ impl Sampler {
             queues.entry((group, topic, queue)).or_default().1 = Some(pulled);
         }
         let mut all: HashMap<(String, String), Progress> = HashMap::new();
+        let fold = self.lmq_fold();
         for ((group, topic, queue), (committed, pulled)) in queues {
             if group == TRANS_GROUP || !counted(&topic) {
                 continue;
             }
-            let key = (group, topic);
+            // Every LMQ of a group adds to one `%LMQ%` series.
+            let key = (fold.name(&group).to_owned(), fold.name(&topic).to_owned());
             if !all.contains_key(&key) && all.len() >= CARDINALITY_LIMIT {
                 continue;
             }
-            let topic = &key.1;
+            let topic = &topic;
             let max = store.max_offset_in_queue(topic, queue).unwrap_or(0);
             // As RocketMQ, a queue never committed has no lag and nothing
             // in flight; one not pulled since the start counts as pulled up

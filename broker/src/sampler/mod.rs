@@ -155,17 +155,27 @@ impl Sampler {
         self.gauge(names::COMMITLOG_MIN_OFFSET, store.min_phy_offset() as f64);
     }
 
+    /// How LMQ names become labels (`enableLmq`, `enableLmqStats`).
+    pub(super) fn lmq_fold(&self) -> crate::metrics::LmqFold {
+        crate::metrics::LmqFold::new(
+            self.ctx.settings.store.enable_lmq,
+            self.ctx.settings.broker.enable_lmq_stats,
+        )
+    }
+
     /// Messages not consumed per (group, topic): the committed offsets'
     /// distance to each queue's max.
     fn lag_by_group(&self) -> HashMap<(String, String), i64> {
         let store = &self.ctx.store;
         let mut lag: HashMap<(String, String), i64> = HashMap::new();
+        let fold = self.lmq_fold();
         for (group, topic, queue, offset) in self.ctx.offsets.all() {
             if group == TRANS_GROUP {
                 continue;
             }
             let max = store.max_offset_in_queue(&topic, queue).unwrap_or(0);
-            *lag.entry((group, topic)).or_default() += (max - offset).max(0);
+            let key = (fold.name(&group).to_owned(), fold.name(&topic).to_owned());
+            *lag.entry(key).or_default() += (max - offset).max(0);
         }
         lag
     }

@@ -70,7 +70,12 @@ impl Sampler {
 
     /// `rocketmq_half_messages`: unresolved halves per real topic.
     fn rocketmq_transactions(&self) {
+        let fold = self.lmq_fold();
+        let mut halves: std::collections::BTreeMap<String, i64> = Default::default();
         for (topic, count) in self.ctx.transactions.half_counts() {
+            *halves.entry(fold.name(&topic).to_owned()).or_default() += count;
+        }
+        for (topic, count) in halves {
             let labels = self.rocketmq_labels(&[("topic", topic)]);
             metrics::gauge!(n::HALF_MESSAGES, labels).set(count as f64);
         }

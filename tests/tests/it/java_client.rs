@@ -10,8 +10,9 @@
 //! rollback, unknown then checked back), `resume` (offsets committed at a
 //! clean client shutdown survive a broker restart: no redelivery) and
 //! `request` (request-reply, sync and async: the broker pushes the reply to
-//! the requester) and `lmq` (multi-dispatch into light message queues, each
-//! pulled exactly).
+//! the requester), `lmq` (multi-dispatch into light message queues, each
+//! pulled exactly), `lmqpush` (a push consumer on an LMQ) and `lmqpop`
+//! (5.3.3: POP on an LMQ through the broker's assignment).
 //!
 //! Needs a JDK 17 and the suite built by `scripts/setup.sh`
 //! (`mvn -f tests/java/pom.xml package dependency:copy-dependencies`); runs
@@ -101,7 +102,7 @@ fn settings_for(scenario: &str, root: &Path, backend: CqBackend) -> Settings {
             s.broker.transaction_time_out_ms = TRANSACTION_CHECK_MS;
         }
         "sql92" => s.broker.enable_property_filter = true,
-        "lmq" => {
+        "lmq" | "lmqpush" | "lmqpop" => {
             s.store.enable_lmq = true;
             s.store.enable_multi_dispatch = true;
         }
@@ -194,6 +195,9 @@ java_scenarios! {
     // Light message queues: a multi-dispatch send, then each LMQ pulled
     // exactly (LmqScenario.java).
     V4 "lmq" => java_lmq_file, java_lmq_rocksdb;
+    // A push consumer on an LMQ with the route injected, as RocketMQ's
+    // LMQPushConsumer example does (LmqPushScenario.java).
+    V4 "lmqpush" => java_lmqpush_file, java_lmqpush_rocksdb;
     V5 "send" => java5_send_file, java5_send_rocksdb;
     V5 "orderly" => java5_orderly_file, java5_orderly_rocksdb;
     V5 "tags" => java5_tags_file, java5_tags_rocksdb;
@@ -208,4 +212,8 @@ java_scenarios! {
     // change-invisible-time calls (PopScenario.java).
     V5 "pop" => java5_pop_file, java5_pop_rocksdb;
     V5 "lmq" => java5_lmq_file, java5_lmq_rocksdb;
+    V5 "lmqpush" => java5_lmqpush_file, java5_lmqpush_rocksdb;
+    // POP on an LMQ through the broker's assignment, as RocketMQ's
+    // LMQPushPopConsumer example does (LmqPopScenario.java).
+    V5 "lmqpop" => java5_lmqpop_file, java5_lmqpop_rocksdb;
 }

@@ -34,6 +34,8 @@ mod hostile_poison;
 mod hostile_stall;
 mod hostile_topics;
 mod java_client;
+mod lmq_admin;
+mod lmq_mqadmin;
 mod lmq_store;
 mod meta5x;
 mod meta_crash;

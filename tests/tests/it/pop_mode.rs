@@ -135,7 +135,11 @@ fn pull(ids: &[i64]) -> Vec<(i64, String)> {
 #[tokio::test]
 async fn set_mode_refusals_table_and_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let settings = rmq_tests::broker_settings(&dir.path().join("store"), CqBackend::File);
+    let mut settings = rmq_tests::broker_settings(&dir.path().join("store"), CqBackend::File);
+    // An unknown group is refused only when groups are not made on use
+    // (with autoCreateSubscriptionGroup, Java's findSubscriptionGroupConfig
+    // creates it; lmq_admin checks that side).
+    settings.broker.auto_create_subscription_group = false;
     let broker = Broker::start(settings.clone()).await.unwrap();
     let b = sdk::connect(broker.addr()).await.unwrap();
     create_topic(&b, "ModeT").await;

@@ -10,8 +10,11 @@ ext_header! {
     pub struct DeleteGroupRequestHeader {
         /// `groupName`.
         pub group_name: String = string("groupName"),
-        /// `removeOffset`.
+        /// `removeOffset` (RocketMQ 4.x's name of the flag).
         pub remove_offset: Option<bool> = opt_bool("removeOffset"),
+        /// `cleanOffset` (5.x's name of the same flag; mqadmin 5.3.3
+        /// `deleteSubGroup -r true` sends only this one).
+        pub clean_offset: Option<bool> = opt_bool("cleanOffset"),
     }
 }
 

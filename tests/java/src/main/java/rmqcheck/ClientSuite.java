@@ -43,6 +43,7 @@ public final class ClientSuite {
         SCENARIOS.put("request", RequestReplyScenario::run);
         SCENARIOS.put("consume", ConsumeScenario::run);
         SCENARIOS.put("lmq", LmqScenario::run);
+        SCENARIOS.put("lmqpush", LmqPushScenario::run);
         Compat.addScenarios(SCENARIOS);
     }
 

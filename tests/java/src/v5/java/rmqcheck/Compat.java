@@ -3,6 +3,7 @@ package rmqcheck;
 import java.util.Map;
 
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.impl.factory.MQClientInstance;
 import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 import org.apache.rocketmq.remoting.protocol.body.ClusterInfo;
@@ -56,6 +57,24 @@ final class Compat {
         scenarios.put("timer", TimerScenario::run);
         scenarios.put("pop", PopScenario::run);
         scenarios.put("popmode", PopModeScenario::run);
+        scenarios.put("lmqpop", LmqPopScenario::run);
+    }
+
+    /**
+     * What RocketMQ's LMQ push examples do to a started client: load the
+     * parent topic's route (the broker address table), then put a hand-made
+     * route for the LMQ (the parent's brokers, no queue data) into the
+     * client's route table, so that findBrokerAddrByTopic(lmq) works.
+     */
+    static void injectLmqRoute(MQClientInstance f, String parent, String lmq) {
+        f.updateTopicRouteInfoFromNameServer(parent);
+        TopicRouteData parentRoute = f.getTopicRouteTable().get(parent);
+        if (parentRoute == null) {
+            throw new CheckFailed("no route of " + parent + " in the client");
+        }
+        TopicRouteData r = new TopicRouteData();
+        r.setBrokerDatas(new java.util.ArrayList<>(parentRoute.getBrokerDatas()));
+        f.getTopicRouteTable().put(lmq, r);
     }
 
     static void broadcasting(DefaultMQPushConsumer c) {
