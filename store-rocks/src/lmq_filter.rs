@@ -91,15 +91,22 @@ impl Layer {
     }
 }
 
-/// Two independent 64-bit hashes of a queue: one picks the block, the other
-/// the bits in it.
-fn hash(topic: &str, queue_id: i32) -> (u64, u64) {
+/// A queue's hash, from which [`hash`] derives both of the filter's.
+pub(crate) fn queue_hash(topic: &str, queue_id: i32) -> u64 {
     let mut h = FxHasher::default();
     h.write(topic.as_bytes());
     h.write_i32(queue_id);
-    let a = mix(h.finish());
-    let b = mix(a ^ 0x9e37_79b9_7f4a_7c15);
-    (a, b)
+    mix(h.finish())
+}
+
+/// Two independent 64-bit hashes of a queue: one picks the block, the other
+/// the bits in it.
+fn hash(topic: &str, queue_id: i32) -> (u64, u64) {
+    split(queue_hash(topic, queue_id))
+}
+
+fn split(a: u64) -> (u64, u64) {
+    (a, mix(a ^ 0x9e37_79b9_7f4a_7c15))
 }
 
 /// splitmix64's finaliser: spreads every input bit over the output.
@@ -110,11 +117,12 @@ fn mix(mut z: u64) -> u64 {
 }
 
 impl LmqFilter {
-    /// A filter holding `queues`, sized for twice as many.
-    pub fn build<'a>(queues: impl ExactSizeIterator<Item = (&'a str, i32)>) -> Self {
-        let layer = Layer::with_capacity((queues.len() * 2).max(MIN_CAPACITY));
-        for (topic, queue_id) in queues {
-            layer.insert(hash(topic, queue_id));
+    /// A filter holding the queues of `hashes` ([`queue_hash`]), sized for
+    /// twice as many.
+    pub fn build(hashes: &[u64]) -> Self {
+        let layer = Layer::with_capacity((hashes.len() * 2).max(MIN_CAPACITY));
+        for &h in hashes {
+            layer.insert(split(h));
         }
         Self {
             layers: RwLock::new(vec![layer]),
@@ -160,7 +168,8 @@ mod tests {
     #[test]
     fn holds_every_insert_and_rejects_most_others() {
         let names: Vec<String> = (0..200_000).map(|i| format!("%LMQ%held-{i}")).collect();
-        let f = LmqFilter::build(names[..1000].iter().map(|n| (n.as_str(), 0)));
+        let hashes: Vec<u64> = names[..1000].iter().map(|n| queue_hash(n, 0)).collect();
+        let f = LmqFilter::build(&hashes);
         // Past the first layer's capacity, so the filter grows.
         for n in &names[1000..] {
             f.insert(n, 0);

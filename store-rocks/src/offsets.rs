@@ -17,7 +17,7 @@ use rocksdb::IteratorMode;
 use crate::db::Db;
 use crate::error::{engine, engine_ctx};
 use crate::key::{self, EntryValue, OffsetKind, OffsetValue};
-use crate::lmq_filter::LmqFilter;
+use crate::lmq_filter::{queue_hash, LmqFilter};
 
 /// The last unit written to a queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,7 +150,10 @@ pub(crate) fn load(db: &Db) -> Result<Loaded, CqError> {
     let mut raw: HashMap<QueueKey, RawQueue> = HashMap::new();
     let mut dispatched = 0;
     let mut commit_log_min = 0;
-    let mut lmqs: Vec<(String, i32)> = Vec::new();
+    // Each LMQ's hash (an LMQ's max key, then its min key, are adjacent):
+    // the names are not kept.
+    let mut lmqs: Vec<u64> = Vec::new();
+    let mut last_lmq: Option<(String, i32)> = None;
     for item in db.db.iterator_cf(cf, IteratorMode::Start) {
         let (k, v) = item.map_err(engine_ctx("iterate the offset column family"))?;
         let (topic, kind, queue_id) = key::decode_offset_key(&k)?;
@@ -168,12 +171,13 @@ pub(crate) fn load(db: &Db) -> Result<Loaded, CqError> {
         }
         if is_lmq(&topic) {
             // Read when first used (see `OffsetCache`); only counted and
-            // put in the filter here (an LMQ's max key, then its min key).
-            if lmqs
-                .last()
+            // put in the filter here.
+            if last_lmq
+                .as_ref()
                 .is_none_or(|(t, q)| *t != topic || *q != queue_id)
             {
-                lmqs.push((topic, queue_id));
+                lmqs.push(queue_hash(&topic, queue_id));
+                last_lmq = Some((topic, queue_id));
             }
             continue;
         }
@@ -195,7 +199,7 @@ pub(crate) fn load(db: &Db) -> Result<Loaded, CqError> {
     }
     let lmq_total = lmqs.len() as u64;
     Ok(Loaded {
-        lmqs: LmqFilter::build(lmqs.iter().map(|(t, q)| (t.as_str(), *q))),
+        lmqs: LmqFilter::build(&lmqs),
         cache: OffsetCache {
             queues,
             dispatched,
