@@ -276,6 +276,20 @@ async fn stats_of_many_lmqs(backend: CqBackend, lmq_stats: bool) {
     let broker = Broker::start(settings).await.unwrap();
     let addr = broker.metrics_addr().expect("metrics endpoint");
     traffic(&broker).await;
+    // One dispatch-delay observation per record, not per unit: each of the
+    // LMQS records has two units (its parent queue's and its LMQ's).
+    let delays = |samples: &[Sample]| -> f64 {
+        samples
+            .iter()
+            .filter(|s| {
+                s.label("broker") == Some(name.as_str())
+                    && s.name == "rmq_dispatch_delay_seconds_count"
+            })
+            .map(|s| s.value)
+            .sum()
+    };
+    let samples = scrape_until(addr, "dispatch delays", |s| delays(s) >= LMQS as f64).await;
+    assert_eq!(delays(&samples), LMQS as f64, "one observation per record");
 
     let b = sdk::connect(broker.addr()).await.unwrap();
     let folded = view(&b, "GROUP_GET_NUMS", "%LMQ%@G").await;
