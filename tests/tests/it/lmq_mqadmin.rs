@@ -15,6 +15,8 @@ use rmq_common::config::CqBackend;
 use rmq_common::remoting::RequestCode;
 use rmq_tests::java::{self, Client, JavaRun};
 
+use crate::mqadmin::{ADMIN_MAIN, LOGBACK_TOOLS};
+
 /// Longest one mqadmin command may run.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 /// Longest the NameServer may take to route a created topic.
@@ -22,19 +24,9 @@ const ROUTE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Messages sent before and after the reset point.
 const HALF: usize = 5;
 
-const ADMIN_MAIN: &str = "org.apache.rocketmq.tools.command.MQAdminStartup";
 const PARENT: &str = "LmqAdminParent";
 const LMQ: &str = "%LMQ%adm";
 const GROUP: &str = "LmqAdminG";
-
-const LOGBACK_TOOLS: &str = r#"<configuration>
-  <appender name="STDERR" class="ch.qos.logback.core.ConsoleAppender">
-    <target>System.err</target>
-    <encoder><pattern>%d %-5level %logger{0} - %msg%n</pattern></encoder>
-  </appender>
-  <root level="WARN"><appender-ref ref="STDERR"/></root>
-</configuration>
-"#;
 
 /// Runs mqadmin 5.3.3 against `ns`; the run must end normally and print
 /// no exception (mqadmin exits 0 even when a command fails).

@@ -21,11 +21,11 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 /// Longest the routes may take to show a topic's creation or deletion.
 const ROUTE_TIMEOUT: Duration = Duration::from_secs(10);
 
-const ADMIN_MAIN: &str = "org.apache.rocketmq.tools.command.MQAdminStartup";
+pub(crate) const ADMIN_MAIN: &str = "org.apache.rocketmq.tools.command.MQAdminStartup";
 
 /// A minimal logback config: mqadmin refuses to run without
 /// `$ROCKETMQ_HOME/conf/logback_tools.xml`.
-const LOGBACK_TOOLS: &str = r#"<configuration>
+pub(crate) const LOGBACK_TOOLS: &str = r#"<configuration>
   <appender name="STDERR" class="ch.qos.logback.core.ConsoleAppender">
     <target>System.err</target>
     <encoder><pattern>%d %-5level %logger{0} - %msg%n</pattern></encoder>

@@ -17,6 +17,8 @@ use rmq_common::config::CqBackend;
 use rmq_common::remoting::{RemotingCommand, RequestCode};
 use rmq_tests::java::{self, Client};
 
+use crate::mqadmin::{ADMIN_MAIN, LOGBACK_TOOLS};
+
 /// Longest one request may take.
 const TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest one mqadmin command may run.
@@ -345,30 +347,12 @@ async fn heartbeat_v2_answers_and_keeps_subscriptions() {
 
 // ---- the stock 5.3.3 client and mqadmin -----------------------------------
 
-/// A minimal logback config: mqadmin refuses to run without
-/// `$ROCKETMQ_HOME/conf/logback_tools.xml`.
-const LOGBACK_TOOLS: &str = r#"<configuration>
-  <appender name="STDERR" class="ch.qos.logback.core.ConsoleAppender">
-    <target>System.err</target>
-    <encoder><pattern>%d %-5level %logger{0} - %msg%n</pattern></encoder>
-  </appender>
-  <root level="WARN"><appender-ref ref="STDERR"/></root>
-</configuration>
-"#;
-
 /// Runs the stock mqadmin 5.3.3 (`MQAdminStartup`) with `args -n ns`;
 /// it exits 0 even when a command fails, so the output must hold `want`.
 async fn mqadmin(home: &Path, ns: std::net::SocketAddr, args: &[&str], want: &str) {
     let mut all: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
     all.extend(["-n".to_owned(), ns.to_string()]);
-    let run = java::run_main(
-        Client::V5,
-        "org.apache.rocketmq.tools.command.MQAdminStartup",
-        &all,
-        home,
-        COMMAND_TIMEOUT,
-    )
-    .await;
+    let run = java::run_main(Client::V5, ADMIN_MAIN, &all, home, COMMAND_TIMEOUT).await;
     let what = format!("mqadmin {}", args.join(" "));
     assert!(run.succeeded(), "{}", run.report(&what));
     assert!(
