@@ -32,7 +32,7 @@ use serde::Serialize;
 use super::config::{NamesrvConfig, NamesrvOptions};
 use super::kv::KvConfig;
 use super::route::{BrokerIdentity, RouteInfoManager};
-use rmq_remoting::{Connection, RequestHandler};
+use rmq_remoting::{ConnId, Connection, RequestHandler};
 
 /// The id of a master broker.
 const MASTER_ID: i64 = 0;
@@ -160,8 +160,26 @@ impl NameServerHandler {
         &self.routes
     }
 
+    /// The connection `channel` closed: the brokers whose latest
+    /// registration came over it leave the routes (see
+    /// [`RouteInfoManager::drop_channel`]); returns their addresses.
+    pub fn channel_closed(&self, channel: ConnId, peer: std::net::SocketAddr) -> Vec<String> {
+        let dropped = self.routes.drop_channel(channel);
+        let addrs: Vec<String> = dropped.iter().map(|(_, a)| a.clone()).collect();
+        for (name, addr) in &dropped {
+            tracing::warn!(
+                broker = %name,
+                broker_addr = %addr,
+                %peer,
+                "the connection a broker registered over closed; dropped from routes"
+            );
+        }
+        self.forget(&addrs);
+        addrs
+    }
+
     /// Forgets what the handler keeps about broker addresses the route
-    /// tables dropped (expiry).
+    /// tables dropped (expiry, a closed connection).
     pub fn forget(&self, broker_addrs: &[String]) {
         let mut ha = self.ha_addrs.lock();
         for addr in broker_addrs {
@@ -172,8 +190,15 @@ impl NameServerHandler {
     /// Answers one request, in the request's serialize type. Never fails:
     /// a bad request gets an error response that says why.
     pub fn process(&self, req: &RemotingCommand) -> RemotingCommand {
+        self.process_on(None, req)
+    }
+
+    /// [`NameServerHandler::process`] of a request that came over the
+    /// connection `channel`: a broker registered over it leaves the routes
+    /// when it closes ([`NameServerHandler::channel_closed`]).
+    pub fn process_on(&self, channel: Option<ConnId>, req: &RemotingCommand) -> RemotingCommand {
         let outcome = match RequestCode::from_i32(req.code) {
-            Some(RequestCode::RegisterBroker) => self.register_broker(req),
+            Some(RequestCode::RegisterBroker) => self.register_broker(channel, req),
             Some(RequestCode::UnregisterBroker) => self.unregister_broker(req),
             Some(RequestCode::GetRouteInfoByTopic) => self.route_by_topic(req),
             Some(RequestCode::GetBrokerClusterInfo) => self.cluster_info(),
@@ -210,7 +235,11 @@ impl NameServerHandler {
         }
     }
 
-    fn register_broker(&self, req: &RemotingCommand) -> Result<Reply, Refusal> {
+    fn register_broker(
+        &self,
+        channel: Option<ConnId>,
+        req: &RemotingCommand,
+    ) -> Result<Reply, Refusal> {
         let ext = req.ext();
         // Not-null in Java, but a broker without HA sends it blank.
         let ha_server_addr = ext
@@ -246,11 +275,12 @@ impl NameServerHandler {
                 format!("REGISTER_BROKER from {}: {e}", id.broker_addr),
             )
         })?;
-        self.routes.register(
+        self.routes.register_on(
             &id,
             &body.topic_config_serialize_wrapper,
             self.clock.now_ms(),
             self.config.delete_with_registration(),
+            channel,
         );
         self.ha_addrs
             .lock()
@@ -364,7 +394,8 @@ impl RequestHandler for NameServerHandler {
             return Box::pin(async move {
                 let oneway = req.is_oneway();
                 let (opaque, serialize_type) = (req.opaque, req.serialize_type);
-                let resp = tokio::task::spawn_blocking(move || self.process(&req))
+                let channel = (!conn.is_detached()).then_some(conn.id);
+                let resp = tokio::task::spawn_blocking(move || self.process_on(channel, &req))
                     .await
                     .unwrap_or_else(|e| {
                         let mut resp = RemotingCommand::response(
@@ -378,10 +409,14 @@ impl RequestHandler for NameServerHandler {
                 (!oneway).then_some(resp)
             });
         }
-        let resp = self.process(&req);
+        let resp = self.process_on(Some(conn.id), &req);
         // A oneway request (a broker may register that way) gets no answer.
         let resp = (!req.is_oneway()).then_some(resp);
         Box::pin(futures::future::ready(resp))
+    }
+
+    fn connection_closed(&self, conn: &Arc<Connection>) {
+        self.channel_closed(conn.id, conn.peer);
     }
 }
 

@@ -2,9 +2,13 @@
 //! NameServer at start, every period (the heartbeat), and at once when the
 //! topic table changes; unregister on shutdown.
 //!
-//! Each NameServer has its own connection, reopened after any failure. A
-//! failing NameServer is logged once per failure streak (and once when it
-//! recovers), not on every heartbeat.
+//! Each NameServer has its own connection, kept open between heartbeats
+//! (a NameServer drops a broker's routes as soon as the connection it
+//! registered over closes, so a killed broker stops being routed to at
+//! once) and reopened after any failure, with a full registration retried
+//! 1 s later, then 2 s... up to the period. A failing NameServer is logged
+//! once per failure streak (and once when it recovers), not on every
+//! heartbeat.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -53,6 +57,10 @@ pub const DEFAULT_REGISTER_PERIOD: Duration = Duration::from_secs(30);
 /// Time allowed to connect to a NameServer and, separately, for it to
 /// answer a registration.
 pub const REGISTER_TIMEOUT: Duration = Duration::from_secs(6);
+
+/// The first retry of a failed registration comes this long after it; each
+/// next one waits twice as long, up to the registration period.
+const FIRST_RETRY: Duration = Duration::from_secs(1);
 
 /// Time allowed for the best-effort UNREGISTER_BROKER at shutdown, connect
 /// included, per NameServer (all are asked at once).
@@ -376,7 +384,8 @@ impl BrokerRegistrar {
     }
 
     /// Makes the coming stop (cancellation) skip UNREGISTER_BROKER, as a
-    /// killed broker would: NameServers drop it only when it expires.
+    /// killed broker would: its connections just close, so a NameServer
+    /// drops it then (RocketMQ's do, and ours), or when it expires.
     pub fn halt(&self) {
         self.inner
             .silent
@@ -394,6 +403,7 @@ async fn run(inner: Arc<Inner>, period: Duration) {
     // A full registration at once and every period; in between, a wake-up
     // sends what changed (or a full one without an increment provider).
     let mut full_at = tokio::time::Instant::now();
+    let mut retry = FIRST_RETRY.min(period);
     loop {
         let now = tokio::time::Instant::now();
         let full = now >= full_at
@@ -409,14 +419,28 @@ async fn run(inner: Arc<Inner>, period: Duration) {
             .begun
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
             + 1;
-        tokio::select! {
+        let failed = tokio::select! {
             biased;
             () = cancel.cancelled() => break,
             result = inner.register(full) => match result {
+                Ok(()) | Err(RegisterError::Stopped) => false,
                 // Per-NameServer failures were logged by their links.
-                Ok(()) | Err(RegisterError::Failed { .. } | RegisterError::Stopped) => {}
-                Err(e) => tracing::error!(error = %e, "cannot build the broker registration"),
+                Err(RegisterError::Failed { .. }) => true,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot build the broker registration");
+                    false
+                }
             },
+        };
+        // A NameServer that lost this broker (it restarted, or the
+        // connection broke and it dropped the routes with it) hears again
+        // soon, not a whole period later: a full registration after 1 s,
+        // then 2 s, 4 s... up to the period while it keeps failing.
+        if failed {
+            full_at = full_at.min(tokio::time::Instant::now() + retry);
+            retry = retry.saturating_mul(2).min(period);
+        } else {
+            retry = FIRST_RETRY;
         }
         inner.finished.send_replace(pass);
         tokio::select! {
@@ -427,6 +451,9 @@ async fn run(inner: Arc<Inner>, period: Duration) {
         }
     }
     if inner.silent.load(std::sync::atomic::Ordering::Acquire) {
+        // As the system closes a killed process's sockets: a NameServer
+        // that watches the connection drops this broker at once.
+        inner.close_all().await;
         tracing::debug!("broker registrar halted without unregistering");
         return;
     }
@@ -589,6 +616,15 @@ impl Inner {
         }
     }
 
+    /// Closes every NameServer connection, saying nothing.
+    async fn close_all(&self) {
+        for link in &self.links {
+            if let Some(client) = link.state.lock().await.client.take() {
+                client.close().await;
+            }
+        }
+    }
+
     async fn unregister_all(&self) {
         let provider = Arc::clone(&self.provider);
         let Ok((id, _)) = tokio::task::spawn_blocking(move || provider()).await else {
@@ -714,8 +750,8 @@ impl Link {
                 tracing::warn!(
                     namesrv = %self.addr,
                     error = %e,
-                    "registration with NameServer failed; reconnecting on every heartbeat \
-                     (not logged again until it works)"
+                    "registration with NameServer failed; retrying, 1 s first and up to the \
+                     heartbeat period apart (not logged again until it works)"
                 );
             }
             Err(e) => {

@@ -36,8 +36,21 @@ struct Tables {
     /// so a registration or a removal touches that broker's topics only,
     /// not every topic of the cluster.
     broker_topics: HashMap<String, HashSet<String>>,
-    /// broker address -> (last heartbeat ms, data version)
-    live: HashMap<String, (i64, DataVersion)>,
+    /// broker address -> its last heartbeat
+    live: HashMap<String, Live>,
+}
+
+/// What a broker address's last registration left.
+#[derive(Debug)]
+struct Live {
+    /// When, ms.
+    seen_ms: i64,
+    /// The data version its body carried.
+    version: DataVersion,
+    /// The connection it came over (RocketMQ's `BrokerLiveInfo.channel`):
+    /// when that closes the broker leaves the routes. `None` for a
+    /// registration that did not come over a connection.
+    channel: Option<u64>,
 }
 
 /// The NameServer's route tables.
@@ -67,6 +80,21 @@ impl RouteInfoManager {
         now_ms: i64,
         replace: bool,
     ) {
+        self.register_on(id, topics, now_ms, replace, None);
+    }
+
+    /// [`RouteInfoManager::register`] of a registration that came over the
+    /// connection `channel`: the broker stays only as long as the
+    /// connection of its latest registration is open (see
+    /// [`RouteInfoManager::drop_channel`]).
+    pub fn register_on(
+        &self,
+        id: &BrokerIdentity,
+        topics: &TopicConfigSerializeWrapper,
+        now_ms: i64,
+        replace: bool,
+        channel: Option<u64>,
+    ) {
         let mut t = self.tables.write();
         t.clusters
             .entry(id.cluster.clone())
@@ -89,7 +117,7 @@ impl RouteInfoManager {
         let changed = t
             .live
             .get(&id.broker_addr)
-            .is_none_or(|(_, v)| *v != topics.data_version);
+            .is_none_or(|l| l.version != topics.data_version);
         if id.broker_id == 0 {
             if replace && changed {
                 replace_topics(&mut t, &id.broker_name, &topics.topic_config_table);
@@ -104,8 +132,45 @@ impl RouteInfoManager {
         }
         t.live.insert(
             id.broker_addr.clone(),
-            (now_ms, topics.data_version.clone()),
+            Live {
+                seen_ms: now_ms,
+                version: topics.data_version.clone(),
+                channel,
+            },
         );
+    }
+
+    /// A connection closed: every broker address whose latest registration
+    /// came over it leaves the routes at once, as RocketMQ's NameServer
+    /// does (`BrokerHousekeepingService`), so a killed broker is not
+    /// routed to until its expiry. Returns (broker name, address) of each.
+    pub fn drop_channel(&self, channel: u64) -> Vec<(String, String)> {
+        let mut t = self.tables.write();
+        let addrs: Vec<String> = t
+            .live
+            .iter()
+            .filter(|(_, l)| l.channel == Some(channel))
+            .map(|(a, _)| a.clone())
+            .collect();
+        let mut dropped = Vec::with_capacity(addrs.len());
+        for addr in addrs {
+            match name_of(&t, &addr) {
+                Some(name) => {
+                    remove_addr(&mut t, &name, &addr);
+                    dropped.push((name, addr));
+                }
+                None => {
+                    t.live.remove(&addr);
+                }
+            }
+        }
+        dropped
+    }
+
+    /// The connection `broker_addr` last registered over, if it is known
+    /// and came over one.
+    pub fn channel_of(&self, broker_addr: &str) -> Option<u64> {
+        self.tables.read().live.get(broker_addr)?.channel
     }
 
     /// Removes a broker address (UNREGISTER_BROKER or expiry).
@@ -120,16 +185,11 @@ impl RouteInfoManager {
         let dead: Vec<String> = t
             .live
             .iter()
-            .filter(|(_, (seen, _))| now_ms - seen > expiry_ms)
+            .filter(|(_, l)| now_ms - l.seen_ms > expiry_ms)
             .map(|(a, _)| a.clone())
             .collect();
         for addr in &dead {
-            let name = t
-                .brokers
-                .values()
-                .find(|b| b.broker_addrs.values().any(|a| a == addr))
-                .map(|b| b.broker_name.clone());
-            if let Some(name) = name {
+            if let Some(name) = name_of(&t, addr) {
                 remove_addr(&mut t, &name, addr);
             } else {
                 t.live.remove(addr);
@@ -258,12 +318,12 @@ impl RouteInfoManager {
     ) -> (bool, Option<DataVersion>) {
         let mut t = self.tables.write();
         match t.live.get_mut(broker_addr) {
-            Some((seen, known)) => {
-                let changed = known != version;
+            Some(live) => {
+                let changed = live.version != *version;
                 if !changed {
-                    *seen = now_ms;
+                    live.seen_ms = now_ms;
                 }
-                (changed, Some(known.clone()))
+                (changed, Some(live.version.clone()))
             }
             None => (true, None),
         }
@@ -301,6 +361,14 @@ impl RouteInfoManager {
             }
         }
     }
+}
+
+/// The broker name `broker_addr` is registered under.
+fn name_of(t: &Tables, broker_addr: &str) -> Option<String> {
+    t.brokers
+        .values()
+        .find(|b| b.broker_addrs.values().any(|a| a == broker_addr))
+        .map(|b| b.broker_name.clone())
 }
 
 fn remove_addr(t: &mut Tables, broker_name: &str, broker_addr: &str) {
@@ -494,5 +562,46 @@ mod tests {
         m.unregister("a", "127.0.0.1:1");
         assert!(m.route("U").is_none() && m.route("V").is_none());
         assert!(m.route("T").is_some());
+    }
+
+    #[test]
+    fn a_closed_connection_drops_the_brokers_whose_latest_registration_it_carried() {
+        let m = RouteInfoManager::new();
+        let (master, slave) = (id("a", "127.0.0.1:1"), id("a", "127.0.0.1:2"));
+        let slave = BrokerIdentity {
+            broker_id: 1,
+            ..slave
+        };
+        m.register_on(&master, &topics(&["T"], 1), 0, false, Some(7));
+        m.register_on(&slave, &topics(&["T"], 1), 0, false, Some(8));
+        m.register_on(&id("b", "127.0.0.1:3"), &topics(&["T"], 1), 0, false, None);
+        assert_eq!(m.channel_of("127.0.0.1:1"), Some(7));
+        // The master re-registered over a new connection: closing the old
+        // one leaves it.
+        m.register_on(&master, &topics(&["T"], 1), 1, false, Some(9));
+        assert!(m.drop_channel(7).is_empty());
+        assert_eq!(m.route("T").unwrap().broker_datas.len(), 2);
+        // Its connection closes: the master leaves, the slave stays and
+        // its broker name keeps the topic.
+        assert_eq!(
+            m.drop_channel(9),
+            vec![("a".to_owned(), "127.0.0.1:1".to_owned())]
+        );
+        let route = m.route("T").unwrap();
+        let a = route
+            .broker_datas
+            .iter()
+            .find(|b| b.broker_name == "a")
+            .unwrap();
+        assert_eq!(a.broker_addrs.len(), 1);
+        assert_eq!(a.broker_addrs[&1], "127.0.0.1:2");
+        assert_eq!(route.queue_datas.len(), 2);
+        // The slave's goes too: broker name a and its queues leave.
+        assert_eq!(m.drop_channel(8).len(), 1);
+        let route = m.route("T").unwrap();
+        assert_eq!(route.broker_datas.len(), 1);
+        assert_eq!(route.queue_datas.len(), 1);
+        assert_eq!(route.queue_datas[0].broker_name, "b");
+        assert!(m.channel_of("127.0.0.1:1").is_none());
     }
 }

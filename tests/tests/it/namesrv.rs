@@ -467,3 +467,66 @@ async fn namesrv_cancel_unregisters_and_stops_everything() {
     assert!(resp.is_err(), "a stopped NameServer answered: {resp:?}");
     assert!(RemotingClient::connect(addr).await.is_err());
 }
+
+/// Waits (bounded by [`WAIT`]) until `ok`.
+async fn wait_until(what: &str, ok: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !ok() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} within {WAIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// As RocketMQ's NameServer (BrokerHousekeepingService): a broker leaves
+/// the routes as soon as the connection of its latest registration closes,
+/// not at the expiry (the clock never moves here). The registrar keeps one
+/// connection across its registrations, and a halted one (a killed broker)
+/// closes it without unregistering.
+#[tokio::test]
+async fn namesrv_drops_a_broker_when_its_registration_connection_closes() {
+    let fx = TestNameServer::start(T0).await;
+    let routes = Arc::clone(fx.ns.routes());
+
+    // A raw client registers two brokers, then closes: both go.
+    let client = RemotingClient::connect(fx.ns.addr).await.unwrap();
+    for (name, addr) in [
+        ("broker-x", "127.0.0.1:10931"),
+        ("broker-y", "127.0.0.1:10941"),
+    ] {
+        let reg = raw_register(name, addr, &["TX"], SerializeType::Json);
+        assert_eq!(call(&client, reg).await.code, 0);
+    }
+    assert_eq!(routes.route("TX").unwrap().broker_datas.len(), 2);
+    client.close().await;
+    wait_until("both brokers of the closed connection dropped", || {
+        routes.route("TX").is_none()
+    })
+    .await;
+    assert!(routes.cluster_info().broker_addr_table.is_empty());
+
+    // The registrar: one connection kept across registrations.
+    let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
+    let a = FakeBroker::new("broker-a", "127.0.0.1:10911", &["T"]);
+    let registrar = BrokerRegistrar::start(
+        vec![fx.ns.addr],
+        a.provider(),
+        NEVER,
+        cancel.clone(),
+        &tracker,
+    );
+    registrar.register_now().await.unwrap();
+    let first = routes.channel_of("127.0.0.1:10911").unwrap();
+    registrar.register_now().await.unwrap();
+    assert_eq!(routes.channel_of("127.0.0.1:10911"), Some(first));
+
+    // Halted as a killed broker: no UNREGISTER_BROKER, the connection
+    // closes, the broker leaves the routes with it.
+    registrar.halt();
+    stop(&cancel, &tracker).await;
+    wait_until("the halted broker dropped", || routes.route("T").is_none()).await;
+    assert!(routes.cluster_info().broker_addr_table.is_empty());
+    fx.stop().await;
+}

@@ -241,10 +241,10 @@ fn sent_by_broker(out: &Outcome) -> std::collections::BTreeMap<String, u64> {
 }
 
 /// The stock client against three brokers behind a standalone NameServer:
-/// its sends spread over all three; with one broker killed (no UNREGISTER,
-/// still in the routes) every send still succeeds through the client's own
-/// retry on another broker; after the 120 s expiry (manual clock) the
-/// NameServer's routes no longer name it.
+/// its sends spread over all three; with one broker killed (no UNREGISTER;
+/// the NameServer drops it when its connection closes, and a client may
+/// still hold a route naming it) every send succeeds on the other two;
+/// after the 120 s expiry (manual clock) the routes still name only those.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ali_ons_fails_over_when_a_broker_dies() {
     use rmq_tests::fixtures::TestNameServer;
@@ -281,7 +281,7 @@ async fn ali_ons_fails_over_when_a_broker_dies() {
     assert!(
         two.succeeded(),
         "{}",
-        two.report("send with ons-c dead but still routed")
+        two.report("send with ons-c killed (dropped from routes with its connection)")
     );
     let by = sent_by_broker(&two);
     assert!(!by.contains_key("ons-c"), "{}", two.stdout);
