@@ -48,6 +48,7 @@ const REGISTER_SPACING: Duration = Duration::from_millis(200);
 pub struct Broker {
     ctx: Arc<BrokerContext>,
     addr: SocketAddr,
+    fast_addr: Option<SocketAddr>,
     grpc_addr: Option<SocketAddr>,
     namesrv: Option<NameServerHandle>,
     metrics_addr: Option<SocketAddr>,
@@ -59,6 +60,48 @@ pub struct Broker {
     registrar: Option<BrokerRegistrar>,
     cancel: CancellationToken,
     tracker: TaskTracker,
+}
+
+/// Tries of a pair of free ports `p` and `p - 2` when listenPort is 0.
+const PORT_PAIR_TRIES: usize = 20;
+
+/// Binds the client port and, unless `fastListenPort` is -1, the fast
+/// (VIP) port: listenPort - 2 by default, as RocketMQ opens it; peers
+/// find it by that rule (a Java slave copies its master's metadata there).
+/// With listenPort 0, a free pair is picked.
+async fn bind_client_ports(
+    ip: &str,
+    b: &crate::config::BrokerConfig,
+) -> Result<(TcpListener, Option<TcpListener>), BrokerError> {
+    let fast_port = |listen: u16| match b.fast_listen_port {
+        -1 => None,
+        0 => Some(listen.saturating_sub(2)),
+        p => u16::try_from(p).ok(),
+    };
+    if b.listen_port != 0 || b.fast_listen_port != 0 {
+        let main = bind(ip, b.listen_port).await?;
+        let port = main.local_addr().map(|a| a.port()).unwrap_or(b.listen_port);
+        let fast = match fast_port(port) {
+            Some(p) => Some(bind(ip, p).await?),
+            None => None,
+        };
+        return Ok((main, fast));
+    }
+    let mut last = None;
+    for _ in 0..PORT_PAIR_TRIES {
+        let main = bind(ip, 0).await?;
+        let Some(port) = main.local_addr().ok().map(|a| a.port()).filter(|p| *p > 2) else {
+            continue;
+        };
+        match bind(ip, port - 2).await {
+            Ok(fast) => return Ok((main, Some(fast))),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| BrokerError::Bind {
+        addr: format!("{ip}:0"),
+        source: std::io::Error::other("no free port above 2"),
+    }))
 }
 
 async fn bind(ip: &str, port: u16) -> Result<TcpListener, BrokerError> {
@@ -75,7 +118,7 @@ impl Broker {
         let cancel = CancellationToken::new();
         let tracker = TaskTracker::new();
         let ip = settings.broker.broker_ip1.clone();
-        let listener = bind(&ip, settings.broker.listen_port).await?;
+        let (listener, fast_listener) = bind_client_ports(&ip, &settings.broker).await?;
         let addr = listener.local_addr().map_err(|source| BrokerError::Bind {
             addr: ip.clone(),
             source,
@@ -327,14 +370,20 @@ impl Broker {
             ..ServerOptions::default().with_limits(&ctx.settings.store)
         };
         let handler = Arc::new(BrokerHandler::new(Arc::clone(&ctx)));
-        tracker.spawn(rmq_remoting::serve_tls(
-            listener,
-            Arc::clone(&handler),
-            options,
-            tls_server.clone(),
-            cancel.clone(),
-            tracker.clone(),
-        ));
+        let fast_addr = fast_listener.as_ref().and_then(|l| l.local_addr().ok());
+        for listener in std::iter::once(listener).chain(fast_listener) {
+            tracker.spawn(rmq_remoting::serve_tls(
+                listener,
+                Arc::clone(&handler),
+                options,
+                tls_server.clone(),
+                cancel.clone(),
+                tracker.clone(),
+            ));
+        }
+        if let Some(fast) = fast_addr {
+            tracing::info!(%fast, "fast (VIP) port serving the same requests");
+        }
         let metrics_addr = start_metrics(&ctx, prometheus, &ip, &cancel, &tracker).await?;
 
         let mut namesrv_addrs: Vec<SocketAddr> = ctx
@@ -381,6 +430,7 @@ impl Broker {
         Ok(Self {
             ctx,
             addr,
+            fast_addr,
             grpc_addr,
             namesrv,
             metrics_addr,
@@ -405,6 +455,11 @@ impl Broker {
         self.addr
     }
 
+    /// The fast (VIP) port's address, if it is open (`fastListenPort`).
+    pub fn fast_addr(&self) -> Option<SocketAddr> {
+        self.fast_addr
+    }
+
     /// Where the gRPC API of RocketMQ 5.x's SDKs is served, if it is.
     pub fn grpc_addr(&self) -> Option<SocketAddr> {
         self.grpc_addr
@@ -426,9 +481,11 @@ impl Broker {
     }
 
     /// Stops the way `kill -9` would, as far as others can tell: the
-    /// listeners close and connections drop, nothing is unregistered
-    /// (NameServers drop the broker only when it expires), and the store is
-    /// left with its abort file, unflushed. For failover and crash tests.
+    /// listeners close and connections drop, the NameServer connections
+    /// too, with nothing unregistered (a NameServer drops the broker when
+    /// the connection it registered over closes, or at the expiry), and
+    /// the store is left with its abort file, unflushed. For failover and
+    /// crash tests.
     pub async fn halt(mut self) {
         if let Some(r) = &self.registrar {
             r.halt();

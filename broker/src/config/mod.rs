@@ -40,6 +40,12 @@ pub struct BrokerConfig {
     pub broker_ip2: String,
     /// Remoting port for clients (0 picks a free one).
     pub listen_port: u16,
+    /// RocketMQ's second ("fast", "VIP") remoting port, serving the same
+    /// requests: 0 is listenPort - 2 as Java opens it (where a Java slave
+    /// copies its master's topics and offsets, and clients with
+    /// `vipChannelEnabled` send); -1 opens none. With listenPort 0 both are
+    /// picked so that this one is the other minus 2.
+    pub fast_listen_port: i32,
     /// NameServers to register with (`host:port;host:port`). Empty: the
     /// embedded NameServer only.
     pub namesrv_addr: String,
@@ -240,6 +246,7 @@ impl Default for BrokerConfig {
             broker_ip1: "127.0.0.1".into(),
             broker_ip2: String::new(),
             listen_port: 10911,
+            fast_listen_port: 0,
             namesrv_addr: String::new(),
             namesrv_listen_port: 9876,
             grpc_server_port: 8081,
@@ -400,6 +407,24 @@ impl BrokerConfig {
             return Err(ConfigError::new(
                 "defaultTopicQueueNums",
                 "must be within 1..=1024",
+            ));
+        }
+        if !(-1..=65535).contains(&self.fast_listen_port) {
+            return Err(ConfigError::new(
+                "fastListenPort",
+                format!(
+                    "{} is not a port (-1: none, 0: listenPort - 2)",
+                    self.fast_listen_port
+                ),
+            ));
+        }
+        if self.fast_listen_port == 0 && (1..=2).contains(&self.listen_port) {
+            return Err(ConfigError::new(
+                "fastListenPort",
+                format!(
+                    "0 means listenPort - 2, and listenPort is {}: set a port or -1",
+                    self.listen_port
+                ),
             ));
         }
         if !(-1..=65535).contains(&self.namesrv_listen_port) {

@@ -428,3 +428,49 @@ async fn a_bad_topics_file_stops_start_up_with_the_file_named() {
     assert_eq!(pulled.messages.len(), 1);
     broker.shutdown().await;
 }
+
+/// RocketMQ's fast (VIP) port: listenPort - 2, serving the same requests
+/// (a Java slave copies its master's topics there; clients with
+/// `vipChannelEnabled` send there). With listenPort 0 the pair is picked
+/// together; `fastListenPort=-1` opens none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fast_port_is_listen_port_minus_2_and_serves_the_same_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start_broker(dir.path(), CqBackend::File).await;
+    let fast = broker.fast_addr().expect("a fast port by default");
+    assert_eq!(fast.ip(), broker.addr().ip());
+    assert_eq!(fast.port(), broker.addr().port() - 2);
+    let c = sdk::connect(fast).await.unwrap();
+    sdk::call(
+        &c,
+        sdk::request(
+            RequestCode::UpdateAndCreateTopic,
+            &[
+                ("topic", "Vip".into()),
+                ("readQueueNums", "1".into()),
+                ("writeQueueNums", "1".into()),
+            ],
+        ),
+    )
+    .await
+    .unwrap();
+    let r = sdk::send(&c, SendCode::V2, "p", "Vip", 0, &[msg("over-vip", "T")])
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0);
+    // What the fast port took, the main port serves, and the other way.
+    let main = sdk::connect(broker.addr()).await.unwrap();
+    let got = sdk::pull(&main, &pull_req("Vip", 0, 0, "*")).await.unwrap();
+    assert_eq!(got.messages.len(), 1);
+    let req = RemotingCommand::request(RequestCode::GetAllTopicConfig);
+    let topics = sdk::call(&c, req).await.unwrap();
+    assert!(String::from_utf8_lossy(topics.body.as_deref().unwrap()).contains("\"Vip\""));
+    broker.shutdown().await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = broker_settings(dir.path(), CqBackend::File);
+    s.broker.fast_listen_port = -1;
+    let broker = Broker::start(s).await.unwrap();
+    assert!(broker.fast_addr().is_none());
+    broker.shutdown().await;
+}
