@@ -94,6 +94,12 @@ impl Jvm {
         Self { child, out }
     }
 
+    /// Kills it at once (SIGKILL) and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Starts a NameServer on `port` (not waiting for it to boot).
     fn namesrv(home: &Path, port: u16) -> Self {
         std::fs::create_dir_all(home).unwrap();

@@ -158,3 +158,43 @@ pub fn run_blocking(args: &[String], home: &Path, timeout: Duration) -> JavaRun 
 }
 
 static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Starts `rmqcheck.ClientSuite` of `client` with `args` in `home` (made
+/// if missing), killed after `timeout`; for a test that acts on the brokers
+/// while a staged scenario runs (it writes `ready-<stage>` into `home` and
+/// waits for the test's `go-<stage>`).
+pub fn spawn_suite(
+    client: Client,
+    args: &[&str],
+    home: &Path,
+    timeout: Duration,
+) -> tokio::task::JoinHandle<JavaRun> {
+    std::fs::create_dir_all(home).unwrap();
+    let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+    let home = home.to_path_buf();
+    tokio::spawn(
+        async move { run_main(client, "rmqcheck.ClientSuite", &args, &home, timeout).await },
+    )
+}
+
+/// Waits until `ok`, failing with `what` after `bound`, or as soon as the
+/// scenario `run` has ended (it would never get there), with its report.
+pub async fn wait_while_running(
+    what: &str,
+    run: &mut tokio::task::JoinHandle<JavaRun>,
+    bound: Duration,
+    mut ok: impl AsyncFnMut() -> bool,
+) {
+    let deadline = std::time::Instant::now() + bound;
+    while !ok().await {
+        if run.is_finished() {
+            let r = run.await.unwrap();
+            panic!("{}", r.report(&format!("the scenario ended before {what}")));
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} within {bound:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

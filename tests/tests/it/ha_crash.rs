@@ -21,7 +21,7 @@ use rmq_broker::ha::BrokerRole;
 use rmq_client::{self as sdk, OutMessage, SendCode};
 use rmq_common::config::CqBackend;
 use rmq_common::remoting::RequestCode;
-use rmq_tests::apache::free_port;
+use rmq_tests::apache::broker_base_port;
 use rmq_tests::fixtures::TestNameServer;
 
 const ROUNDS: usize = 20;
@@ -174,7 +174,9 @@ async fn crash_rounds(master_backend: CqBackend, slave_backend: CqBackend) {
     let dir = tempfile::tempdir().unwrap();
     let ns = TestNameServer::start(1_700_000_000_000).await;
     let ns_addr = ns.ns.addr.to_string();
-    let (port, ha) = (free_port(), free_port());
+    // The master's fast port is listenPort - 2: all three free.
+    let port = broker_base_port();
+    let ha = port + 1;
     let maddr = rmq_tests::apache::local(port);
     let mroot = dir.path().join("master");
     let mut master = spawn_master(&mroot, master_backend, port, ha, &ns_addr);

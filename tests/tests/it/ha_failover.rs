@@ -38,21 +38,13 @@ fn master_settings(root: &Path, ns: &str) -> Settings {
 }
 
 /// Waits until `ok`, failing with `what` after [`STAGE`] or as soon as the
-/// scenario has ended (it would never get there).
+/// scenario has ended.
 async fn wait_for(
     what: &str,
     run: &mut tokio::task::JoinHandle<java::JavaRun>,
     mut ok: impl FnMut() -> bool,
 ) {
-    let deadline = Instant::now() + STAGE;
-    while !ok() {
-        if run.is_finished() {
-            let r = run.await.unwrap();
-            panic!("{}", r.report(&format!("the scenario ended before {what}")));
-        }
-        assert!(Instant::now() < deadline, "{what} within {STAGE:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    java::wait_while_running(what, run, STAGE, async || ok()).await;
 }
 
 fn committed(ctx: &rmq_broker::context::BrokerContext) -> i64 {
@@ -81,32 +73,21 @@ async fn stock_consumer_reads_the_slave_while_the_master_is_down_and_goes_on_aft
     let sctx = std::sync::Arc::clone(s.context());
     let home = dir.path().join("java");
     std::fs::create_dir_all(&home).unwrap();
-    let args: Vec<String> = [
-        "--namesrv",
-        &ns_addr,
-        "--scenario",
-        "failover",
-        "--topic-prefix",
-        PREFIX,
-        "--timeout-ms",
-        "180000",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .collect();
-    let mut run = {
-        let home = home.clone();
-        tokio::spawn(async move {
-            java::run_main(
-                Client::V4,
-                "rmqcheck.ClientSuite",
-                &args,
-                &home,
-                RUN_TIMEOUT,
-            )
-            .await
-        })
-    };
+    let mut run = java::spawn_suite(
+        Client::V4,
+        &[
+            "--namesrv",
+            &ns_addr,
+            "--scenario",
+            "failover",
+            "--topic-prefix",
+            PREFIX,
+            "--timeout-ms",
+            "180000",
+        ],
+        &home,
+        RUN_TIMEOUT,
+    );
 
     // Stage 1: everything sent is on the slave, with the topic; stop the master.
     wait_for("the scenario's sends", &mut run, || {

@@ -28,6 +28,7 @@ mod grpc_sdk;
 mod ha_crash;
 mod ha_failover;
 mod ha_interop;
+mod ha_kill;
 mod hostile_fuzz;
 mod hostile_memory;
 mod hostile_poison;

@@ -44,6 +44,7 @@ public final class ClientSuite {
         SCENARIOS.put("consume", ConsumeScenario::run);
         SCENARIOS.put("lmq", LmqScenario::run);
         SCENARIOS.put("lmqpush", LmqPushScenario::run);
+        SCENARIOS.put("killmaster", KillMasterScenario::run);
         Compat.addScenarios(SCENARIOS);
     }
 
