@@ -1,0 +1,24 @@
+//! RocketMQ 5.x controller mode, the part every controller replica shares:
+//! the replicated state of each broker set (its members and their ids, its
+//! master, the master epoch, the SyncStateSet and its epoch), the events
+//! that change it, broker liveness from heartbeats, the election policy,
+//! and what each controller request may do (RocketMQ 5.3.3's rules; see
+//! `docs/controller-facts.md`).
+//!
+//! The log that carries the events between replicas, and the requests on
+//! the wire, are outside this crate: a decision ([`ops`]) is made on the
+//! leader, its event appended to the log, and every replica applies the
+//! log in order ([`ReplicaState::apply`]).
+
+pub mod alive;
+pub mod elect;
+pub mod event;
+pub mod ops;
+pub mod state;
+
+#[cfg(test)]
+mod tests;
+
+pub use alive::{Heartbeat, LiveInfo, Liveness};
+pub use event::Event;
+pub use state::{BrokerId, BrokerSet, Member, ReplicaState, FIRST_BROKER_ID};
