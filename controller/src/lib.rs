@@ -15,9 +15,12 @@ pub mod elect;
 pub mod event;
 pub mod ops;
 pub mod state;
+pub mod wire;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wire_tests;
 
 pub use alive::{Heartbeat, LiveInfo, Liveness};
 pub use event::Event;
