@@ -5,6 +5,7 @@
 
 pub mod commitlog;
 pub mod cq;
+pub mod epoch_file;
 pub mod error;
 pub mod index;
 pub mod mapped_file;
