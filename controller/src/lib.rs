@@ -5,15 +5,15 @@
 //! and what each controller request may do (RocketMQ 5.3.3's rules; see
 //! `docs/controller-facts.md`).
 //!
-//! The log that carries the events between replicas, and the requests on
-//! the wire, are outside this crate: a decision ([`ops`]) is made on the
-//! leader, its event appended to the log, and every replica applies the
+//! A decision ([`ops`]) is made on the leader, its event appended to the
+//! replicated log ([`raft`], on openraft), and every replica applies the
 //! log in order ([`ReplicaState::apply`]).
 
 pub mod alive;
 pub mod elect;
 pub mod event;
 pub mod ops;
+pub mod raft;
 pub mod state;
 pub mod wire;
 
