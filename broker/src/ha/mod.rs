@@ -1,10 +1,13 @@
 //! Master/slave replication on RocketMQ 4.9's HA protocol: the wire format
 //! (`wire`), what slaves acknowledged and the SYNC_MASTER waits (`acks`),
-//! the master's side (`master`) and the slave's (`slave`).
+//! the master's side (`master`) and the slave's (`slave`). The frames of
+//! RocketMQ 5.x's auto-switch protocol (controller mode) are in
+//! `switch_wire`.
 
 pub mod acks;
 pub mod master;
 pub mod slave;
+pub mod switch_wire;
 pub mod sync;
 pub mod wire;
 
