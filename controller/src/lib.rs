@@ -8,12 +8,17 @@
 //! A decision ([`ops`]) is made on the leader, its event appended to the
 //! replicated log ([`raft`], on openraft), and every replica applies the
 //! log in order ([`ReplicaState::apply`]).
+//!
+//! [`server`] puts a replica on the wire: RocketMQ's controller requests
+//! and the peers' Raft RPCs on one port, and the scan that re-elects a
+//! set whose master stopped heart-beating.
 
 pub mod alive;
 pub mod elect;
 pub mod event;
 pub mod ops;
 pub mod raft;
+pub mod server;
 pub mod state;
 pub mod wire;
 

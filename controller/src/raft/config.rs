@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use openraft::{Config, SnapshotPolicy};
 
+/// The largest snapshot chunk sent in one RPC.
+pub const SNAPSHOT_CHUNK_BYTES: u64 = 1024 * 1024;
+
 /// Timing and compaction of the controller's Raft group. Every replica of
 /// a group should use the same values.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +59,9 @@ impl RaftSettings {
             election_timeout_max: self.election_timeout_max_ms,
             snapshot_policy: SnapshotPolicy::LogsSinceLast(self.snapshot_every_logs),
             max_in_snapshot_log_to_keep: self.logs_kept_after_snapshot,
+            // Snapshot chunks travel as JSON arrays of numbers (up to four
+            // bytes a byte) in one remoting frame of at most 16 MiB.
+            snapshot_max_chunk_size: SNAPSHOT_CHUNK_BYTES,
             ..Config::default()
         }
         .validate()

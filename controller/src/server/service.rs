@@ -1,0 +1,106 @@
+//! [`ControllerService`]: one controller replica's request handler. Raft's
+//! RPCs go to the Raft node; BROKER_HEARTBEAT and GET_METADATA_INFO are
+//! answered by any replica; every other controller request only by the
+//! leader (see [`super::leader`]), others answering CONTROLLER_NOT_LEADER.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use rmq_common::remoting::RemotingCommand;
+use rmq_remoting::{Connection, RequestHandler};
+
+use crate::alive::Liveness;
+use crate::raft::ControllerRaft;
+use crate::server::answers::{self, Metadata};
+use crate::server::raft_rpc;
+use crate::server::settings::ControllerSettings;
+use crate::wire::{self, Request};
+
+/// One controller replica: its Raft node, its broker liveness table, and
+/// the lock that lets the leader decide one request at a time.
+#[derive(Debug)]
+pub struct ControllerService {
+    pub(super) raft: ControllerRaft,
+    pub(super) settings: ControllerSettings,
+    pub(super) live: parking_lot::Mutex<Liveness>,
+    /// Held from reading the state until the decision's event is applied,
+    /// so no two decisions are made against the same state.
+    pub(super) decide: tokio::sync::Mutex<()>,
+}
+
+impl ControllerService {
+    /// The service of the started Raft node `raft`.
+    pub fn new(raft: ControllerRaft, settings: ControllerSettings) -> Self {
+        Self {
+            raft,
+            settings,
+            live: parking_lot::Mutex::new(Liveness::new()),
+            decide: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The Raft node.
+    pub fn raft(&self) -> &ControllerRaft {
+        &self.raft
+    }
+
+    /// The settings it runs with.
+    pub fn settings(&self) -> &ControllerSettings {
+        &self.settings
+    }
+
+    /// Now, by the injected clock.
+    pub(super) fn now_ms(&self) -> i64 {
+        self.settings.clock.now_ms()
+    }
+
+    /// The answer to `req` (its opaque and serialize type not yet set);
+    /// `None` only when nothing should be sent.
+    pub async fn answer(&self, req: &RemotingCommand) -> Option<RemotingCommand> {
+        if raft_rpc::is_raft_code(req.code) {
+            return raft_rpc::answer(self.raft.raft(), req).await;
+        }
+        let request = match wire::decode(req) {
+            None => return Some(answers::not_supported(req.code)),
+            Some(Err(refusal)) => return Some(wire::refusal(&refusal)),
+            Some(Ok(request)) => request,
+        };
+        Some(match request {
+            Request::Heartbeat { heartbeat, .. } => {
+                let now = self.now_ms();
+                self.live.lock().heartbeat(heartbeat, now);
+                answers::heartbeat()
+            }
+            Request::GetMetadataInfo => answers::metadata(&Metadata {
+                group: &self.settings.group,
+                leader: self.raft.leader(),
+                is_leader: self.raft.is_leader(),
+                peers: &self.settings.peers,
+            }),
+            other if !self.raft.is_leader() => {
+                drop(other);
+                answers::not_leader()
+            }
+            other => self.on_leader(other).await,
+        })
+    }
+}
+
+impl RequestHandler for ControllerService {
+    fn handle(
+        self: Arc<Self>,
+        _conn: Arc<Connection>,
+        req: RemotingCommand,
+    ) -> BoxFuture<'static, Option<RemotingCommand>> {
+        Box::pin(async move {
+            let mut resp = self.answer(&req).await?;
+            if req.is_oneway() {
+                return None;
+            }
+            resp.opaque = req.opaque;
+            resp.serialize_type = req.serialize_type;
+            resp.mark_response();
+            Some(resp)
+        })
+    }
+}
