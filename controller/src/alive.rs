@@ -40,6 +40,9 @@ pub struct LiveInfo {
     pub last: Heartbeat,
     /// When it came, ms.
     pub seen_ms: i64,
+    /// The connection it came over, if known: when that closes the broker
+    /// is taken for dead at once (RocketMQ's `BrokerHousekeepingService`).
+    pub channel: Option<u64>,
 }
 
 impl LiveInfo {
@@ -65,9 +68,16 @@ impl Liveness {
     /// reports replace the known ones only if they are newer (a greater
     /// epoch, or the same epoch and a greater end), as in RocketMQ.
     pub fn heartbeat(&mut self, hb: Heartbeat, now_ms: i64) {
+        self.heartbeat_on(hb, now_ms, None);
+    }
+
+    /// [`Liveness::heartbeat`] of a heartbeat that came over the connection
+    /// `channel` (see [`Liveness::drop_channel`]).
+    pub fn heartbeat_on(&mut self, hb: Heartbeat, now_ms: i64, channel: Option<u64>) {
         let key = (hb.broker_name.clone(), hb.broker_id);
         match self.brokers.get_mut(&key) {
             Some(info) => {
+                info.channel = channel;
                 let newer = hb.epoch > info.last.epoch
                     || (hb.epoch == info.last.epoch && hb.max_offset > info.last.max_offset);
                 info.seen_ms = now_ms;
@@ -86,6 +96,7 @@ impl Liveness {
                     LiveInfo {
                         last: hb,
                         seen_ms: now_ms,
+                        channel,
                     },
                 );
             }
@@ -119,7 +130,22 @@ impl Liveness {
         dead
     }
 
-    /// Forgets a broker at once (its connection closed).
+    /// The connection `channel` closed: the brokers whose latest heartbeat
+    /// came over it are forgotten; returns them (set, id).
+    pub fn drop_channel(&mut self, channel: u64) -> Vec<(String, BrokerId)> {
+        let gone: Vec<(String, BrokerId)> = self
+            .brokers
+            .iter()
+            .filter(|(_, i)| i.channel == Some(channel))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in &gone {
+            self.brokers.remove(k);
+        }
+        gone
+    }
+
+    /// Forgets a broker at once.
     pub fn remove(&mut self, broker_name: &str, broker_id: BrokerId) -> bool {
         self.brokers
             .remove(&(broker_name.to_owned(), broker_id))

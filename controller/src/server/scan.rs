@@ -84,8 +84,8 @@ impl ControllerService {
     }
 }
 
-/// Runs [`ControllerService::scan_once`] every scan interval until
-/// `cancel`.
+/// Runs [`ControllerService::scan_once`] every scan interval, and at
+/// once when a broker's connection closes, until `cancel`.
 pub async fn scan_loop(service: Arc<ControllerService>, cancel: CancellationToken) {
     let mut tick = tokio::time::interval(service.settings.scan_interval());
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -95,13 +95,13 @@ pub async fn scan_loop(service: Arc<ControllerService>, cancel: CancellationToke
         tokio::select! {
             biased;
             () = cancel.cancelled() => break,
-            _ = tick.tick() => {
-                tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => break,
-                    _ = service.scan_once() => {}
-                }
-            }
+            _ = tick.tick() => {}
+            () = service.scan_now.notified() => {}
+        }
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => break,
+            _ = service.scan_once() => {}
         }
     }
     tracing::debug!("controller scan stopped");

@@ -26,6 +26,8 @@ pub struct ControllerService {
     /// Held from reading the state until the decision's event is applied,
     /// so no two decisions are made against the same state.
     pub(super) decide: tokio::sync::Mutex<()>,
+    /// Wakes the scan before its interval (a broker's connection closed).
+    pub(super) scan_now: tokio::sync::Notify,
 }
 
 impl ControllerService {
@@ -36,6 +38,7 @@ impl ControllerService {
             settings,
             live: parking_lot::Mutex::new(Liveness::new()),
             decide: tokio::sync::Mutex::new(()),
+            scan_now: tokio::sync::Notify::new(),
         }
     }
 
@@ -57,6 +60,17 @@ impl ControllerService {
     /// The answer to `req` (its opaque and serialize type not yet set);
     /// `None` only when nothing should be sent.
     pub async fn answer(&self, req: &RemotingCommand) -> Option<RemotingCommand> {
+        self.answer_on(None, req).await
+    }
+
+    /// [`ControllerService::answer`] of a request that came over the
+    /// connection `channel`: a broker whose heartbeats came over it is
+    /// taken for dead when it closes.
+    pub async fn answer_on(
+        &self,
+        channel: Option<u64>,
+        req: &RemotingCommand,
+    ) -> Option<RemotingCommand> {
         if raft_rpc::is_raft_code(req.code) {
             return raft_rpc::answer(self.raft.raft(), req).await;
         }
@@ -68,7 +82,7 @@ impl ControllerService {
         Some(match request {
             Request::Heartbeat { heartbeat, .. } => {
                 let now = self.now_ms();
-                self.live.lock().heartbeat(heartbeat, now);
+                self.live.lock().heartbeat_on(heartbeat, now, channel);
                 answers::heartbeat()
             }
             Request::GetMetadataInfo => answers::metadata(&Metadata {
@@ -89,11 +103,12 @@ impl ControllerService {
 impl RequestHandler for ControllerService {
     fn handle(
         self: Arc<Self>,
-        _conn: Arc<Connection>,
+        conn: Arc<Connection>,
         req: RemotingCommand,
     ) -> BoxFuture<'static, Option<RemotingCommand>> {
+        let channel = (!conn.is_detached()).then_some(conn.id);
         Box::pin(async move {
-            let mut resp = self.answer(&req).await?;
+            let mut resp = self.answer_on(channel, &req).await?;
             if req.is_oneway() {
                 return None;
             }
@@ -102,5 +117,20 @@ impl RequestHandler for ControllerService {
             resp.mark_response();
             Some(resp)
         })
+    }
+
+    /// As RocketMQ's controller (`BrokerHousekeepingService`): the brokers
+    /// that heartbeat over this connection are dead now, and the scan runs
+    /// at once, so the leader elects a new master without waiting for the
+    /// heartbeat timeout.
+    fn connection_closed(&self, conn: &Arc<Connection>) {
+        let gone = self.live.lock().drop_channel(conn.id);
+        if gone.is_empty() {
+            return;
+        }
+        for (set, id) in &gone {
+            tracing::info!(broker_name = %set, broker_id = id, peer = %conn.peer, "broker connection closed");
+        }
+        self.scan_now.notify_one();
     }
 }

@@ -212,3 +212,54 @@ async fn concurrent_applications_for_one_id_are_decided_one_at_a_time() {
     to.close().await;
     c.stop().await;
 }
+
+/// As RocketMQ's controller: a master whose heartbeat connection closes
+/// (its process was killed) is dead at once, not at its heartbeat timeout
+/// (an hour here, and the clock never moves), and the other in-sync
+/// replica is elected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_whose_connection_closes_is_replaced_at_once() {
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let c = start_single(Arc::clone(&clock)).await;
+    let h = &c.handle;
+    let (to1, to2) = (connect(h.addr).await, connect(h.addr).await);
+    eventually(WAIT, "the replica leads", || async {
+        ext(&metadata(&to2).await, "isLeader") == "true"
+    })
+    .await;
+    let (a1, a2) = (
+        FakeBroker::new("broker-a", "10.0.0.1:30911"),
+        FakeBroker::new("broker-a", "10.0.0.2:30911"),
+    );
+    for (b, to, id) in [(&a1, &to1, 1), (&a2, &to2, 2)] {
+        assert_eq!(
+            code(&b.apply_broker_id(to, id).await),
+            ResponseCode::Success
+        );
+        assert_eq!(code(&b.register(to, id).await), ResponseCode::Success);
+        b.heartbeat(to, id, 3_600_000).await;
+        wait_alive(h, &clock, "broker-a", id).await;
+    }
+    let resp = a1.elect(&to1, 1).await;
+    assert_eq!(ext_i64(&resp, "masterBrokerId"), 1);
+    let want = SyncStateSetBody {
+        sync_state_set: [1, 2].into(),
+        sync_state_set_epoch: ext_i64(&resp, "syncStateSetEpoch") as i32,
+    };
+    assert_eq!(
+        code(&a1.alter(&to1, 1, 1, &want).await),
+        ResponseCode::Success
+    );
+    to1.close().await;
+    eventually(WAIT, "the controller elects broker 2", || async {
+        let info = a2.replica_info(&to2).await;
+        info.ext_fields.get("masterBrokerId").map(String::as_str) == Some("2")
+    })
+    .await;
+    assert!(!h.service().live.lock().alive("broker-a", 1, {
+        use rmq_common::time::Clock;
+        clock.now_ms()
+    }));
+    to2.close().await;
+    c.stop().await;
+}
