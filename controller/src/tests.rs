@@ -57,6 +57,21 @@ fn three_members(state: &mut ReplicaState, live: &mut Liveness) {
     }
 }
 
+/// [`three_members`], then broker 1, the first to ask, elected (epoch 1).
+fn master_one() -> (ReplicaState, Liveness) {
+    let (mut state, mut live) = (ReplicaState::new(), Liveness::new());
+    three_members(&mut state, &mut live);
+    let now = Now {
+        live: &live,
+        now_ms: 0,
+    };
+    commit(&mut state, |s| {
+        ops::elect_master(s, now, false, SET, Trigger::Broker(1))
+    })
+    .unwrap();
+    (state, live)
+}
+
 #[test]
 fn ids_are_given_in_turn_and_a_retry_with_the_same_code_keeps_its_id() {
     let mut state = ReplicaState::new();
@@ -171,16 +186,7 @@ fn the_first_asker_wins_then_a_dead_master_gives_way_to_the_most_advanced_in_syn
 
 #[test]
 fn without_unclean_election_a_set_with_no_live_in_sync_replica_has_no_master() {
-    let (mut state, mut live) = (ReplicaState::new(), Liveness::new());
-    three_members(&mut state, &mut live);
-    let now = Now {
-        live: &live,
-        now_ms: 0,
-    };
-    commit(&mut state, |s| {
-        ops::elect_master(s, now, false, SET, Trigger::Broker(1))
-    })
-    .unwrap();
+    let (mut state, mut live) = master_one();
     // Only broker 1 is in sync, and it dies; 2 and 3 live on.
     live.remove(SET, 1);
     let now = Now {
@@ -216,16 +222,11 @@ fn without_unclean_election_a_set_with_no_live_in_sync_replica_has_no_master() {
 
 #[test]
 fn a_designated_winner_must_be_alive_and_in_sync() {
-    let (mut state, mut live) = (ReplicaState::new(), Liveness::new());
-    three_members(&mut state, &mut live);
+    let (mut state, live) = master_one();
     let now = Now {
         live: &live,
         now_ms: 0,
     };
-    commit(&mut state, |s| {
-        ops::elect_master(s, now, false, SET, Trigger::Broker(1))
-    })
-    .unwrap();
     let d = ops::elect_master(&state, now, false, SET, Trigger::Designate(2));
     assert_eq!(
         d.answer.unwrap_err().code,
@@ -249,16 +250,7 @@ fn a_designated_winner_must_be_alive_and_in_sync() {
 
 #[test]
 fn alter_sync_state_set_is_checked_in_javas_order() {
-    let (mut state, mut live) = (ReplicaState::new(), Liveness::new());
-    three_members(&mut state, &mut live);
-    let now = Now {
-        live: &live,
-        now_ms: 0,
-    };
-    commit(&mut state, |s| {
-        ops::elect_master(s, now, false, SET, Trigger::Broker(1))
-    })
-    .unwrap();
+    let (mut state, live) = master_one();
     let ok = AlterRequest {
         broker_name: SET.into(),
         master: 1,
@@ -370,16 +362,11 @@ fn heartbeats_move_epoch_and_offsets_forward_only() {
 
 #[test]
 fn cleaning_refuses_living_brokers_and_removes_what_it_names() {
-    let (mut state, mut live) = (ReplicaState::new(), Liveness::new());
-    three_members(&mut state, &mut live);
+    let (mut state, mut live) = master_one();
     let now = Now {
         live: &live,
         now_ms: 0,
     };
-    commit(&mut state, |s| {
-        ops::elect_master(s, now, false, SET, Trigger::Broker(1))
-    })
-    .unwrap();
     let refused = |ids: Option<&str>, now: Now<'_>| {
         ops::clean_broker_data(&state, now, SET, ids, false)
             .answer

@@ -11,6 +11,7 @@ use crate::ops::{self, Decision, Now};
 use crate::raft::ProposeError;
 use crate::server::answers;
 use crate::server::service::ControllerService;
+use crate::state::ReplicaState;
 use crate::wire::{self, Request};
 
 impl ControllerService {
@@ -32,6 +33,23 @@ impl ControllerService {
                 "leadership not confirmed within {timeout:?}"
             ))),
         }
+    }
+
+    /// Decides with `decide` against the applied state and this replica's
+    /// liveness at `now_ms`.
+    pub(super) fn decide_now<T>(
+        &self,
+        now_ms: i64,
+        decide: impl FnOnce(&ReplicaState, Now<'_>) -> Decision<T>,
+    ) -> Decision<T> {
+        let live = self.live.lock();
+        decide(
+            &self.raft.state(),
+            Now {
+                live: &live,
+                now_ms,
+            },
+        )
     }
 
     /// Appends the decision's event, if any, and waits until it is applied;
@@ -93,14 +111,9 @@ impl ControllerService {
                 broker_id,
                 addr,
             } => {
-                let d = {
-                    let live = self.live.lock();
-                    let now = Now {
-                        live: &live,
-                        now_ms,
-                    };
-                    ops::register_broker(&self.raft.state(), now, &broker_name, broker_id, &addr)
-                };
+                let d = self.decide_now(now_ms, |state, now| {
+                    ops::register_broker(state, now, &broker_name, broker_id, &addr)
+                });
                 self.commit(d, |v| wire::master_view(&cluster, &broker_name, &v))
                     .await
             }
@@ -109,26 +122,16 @@ impl ControllerService {
                 broker_name,
                 trigger,
             } => {
-                let d = {
-                    let live = self.live.lock();
-                    let now = Now {
-                        live: &live,
-                        now_ms,
-                    };
-                    ops::elect_master(&self.raft.state(), now, unclean, &broker_name, trigger)
-                };
+                let d = self.decide_now(now_ms, |state, now| {
+                    ops::elect_master(state, now, unclean, &broker_name, trigger)
+                });
                 self.commit(d, |e| wire::elected(&cluster, &broker_name, &e))
                     .await
             }
             Request::AlterSyncStateSet(alter) => {
-                let d = {
-                    let live = self.live.lock();
-                    let now = Now {
-                        live: &live,
-                        now_ms,
-                    };
-                    ops::alter_sync_state_set(&self.raft.state(), now, &alter)
-                };
+                let d = self.decide_now(now_ms, |state, now| {
+                    ops::alter_sync_state_set(state, now, &alter)
+                });
                 self.commit(d, |epoch| wire::altered(&alter.sync_state_set, epoch))
                     .await
             }
@@ -156,20 +159,9 @@ impl ControllerService {
                 ids,
                 clean_living,
             } => {
-                let d = {
-                    let live = self.live.lock();
-                    let now = Now {
-                        live: &live,
-                        now_ms,
-                    };
-                    ops::clean_broker_data(
-                        &self.raft.state(),
-                        now,
-                        &broker_name,
-                        ids.as_deref(),
-                        clean_living,
-                    )
-                };
+                let d = self.decide_now(now_ms, |state, now| {
+                    ops::clean_broker_data(state, now, &broker_name, ids.as_deref(), clean_living)
+                });
                 self.commit(d, |()| answers::success()).await
             }
             // Answered by any replica before a request gets here.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
-use crate::ops::{self, Now, Trigger};
+use crate::ops::{self, Trigger};
 use crate::server::service::ControllerService;
 use crate::state::BrokerId;
 
@@ -49,20 +49,15 @@ impl ControllerService {
                 .collect()
         };
         for name in orphans {
-            let decision = {
-                let live = self.live.lock();
-                let now = Now {
-                    live: &live,
-                    now_ms,
-                };
+            let decision = self.decide_now(now_ms, |state, now| {
                 ops::elect_master(
-                    &self.raft.state(),
+                    state,
                     now,
                     self.settings.elect_unclean_master,
                     &name,
                     Trigger::Controller,
                 )
-            };
+            });
             let Some(event) = decision.event else {
                 continue;
             };
