@@ -78,6 +78,18 @@ impl FakeBroker {
     }
 }
 
+/// A registrar for `broker` with `namesrvs`, its own heartbeat an hour
+/// apart (tests register with `register_now`); stopped with [`stop`].
+fn start_registrar(
+    namesrvs: Vec<std::net::SocketAddr>,
+    broker: &FakeBroker,
+) -> (BrokerRegistrar, CancellationToken, TaskTracker) {
+    let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
+    let registrar =
+        BrokerRegistrar::start(namesrvs, broker.provider(), NEVER, cancel.clone(), &tracker);
+    (registrar, cancel, tracker)
+}
+
 fn body(topics: &[&str], counter: i64) -> RegisterBrokerBody {
     RegisterBrokerBody {
         topic_config_serialize_wrapper: TopicConfigSerializeWrapper {
@@ -138,15 +150,8 @@ fn keys(v: &Value) -> Vec<&str> {
 #[tokio::test]
 async fn namesrv_routes_cluster_info_and_errors_over_the_wire() {
     let fx = TestNameServer::start(T0).await;
-    let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
     let a = FakeBroker::new("broker-a", "127.0.0.1:10911", &["OnlyA", "Shared"]);
-    let registrar = BrokerRegistrar::start(
-        vec![fx.ns.addr],
-        a.provider(),
-        NEVER,
-        cancel.clone(),
-        &tracker,
-    );
+    let (registrar, cancel, tracker) = start_registrar(vec![fx.ns.addr], &a);
     registrar.register_now().await.unwrap();
 
     let client = RemotingClient::connect(fx.ns.addr).await.unwrap();
@@ -260,15 +265,8 @@ async fn namesrv_routes_cluster_info_and_errors_over_the_wire() {
 #[tokio::test]
 async fn namesrv_trigger_publishes_a_topic_change() {
     let fx = TestNameServer::start(T0).await;
-    let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
     let a = FakeBroker::new("broker-a", "127.0.0.1:10911", &["Old"]);
-    let registrar = BrokerRegistrar::start(
-        vec![fx.ns.addr],
-        a.provider(),
-        NEVER,
-        cancel.clone(),
-        &tracker,
-    );
+    let (registrar, cancel, tracker) = start_registrar(vec![fx.ns.addr], &a);
     registrar.register_now().await.unwrap();
     assert!(fx.ns.routes().route("Old").is_some());
     assert!(fx.ns.routes().route("New").is_none());
@@ -387,15 +385,8 @@ async fn namesrv_registrar_reports_failures_and_reconnects() {
         l.local_addr().unwrap()
     };
     let fx = TestNameServer::start(T0).await;
-    let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
     let a = FakeBroker::new("broker-a", "127.0.0.1:10911", &["T"]);
-    let registrar = BrokerRegistrar::start(
-        vec![dead_addr, fx.ns.addr],
-        a.provider(),
-        NEVER,
-        cancel.clone(),
-        &tracker,
-    );
+    let (registrar, cancel, tracker) = start_registrar(vec![dead_addr, fx.ns.addr], &a);
     match registrar.register_now().await {
         Err(RegisterError::Failed { failures, total }) => {
             assert_eq!(total, 2);
@@ -436,15 +427,8 @@ async fn namesrv_registrar_reports_failures_and_reconnects() {
 #[tokio::test]
 async fn namesrv_cancel_unregisters_and_stops_everything() {
     let fx = TestNameServer::start(T0).await;
-    let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
     let a = FakeBroker::new("broker-a", "127.0.0.1:10911", &["T"]);
-    let registrar = BrokerRegistrar::start(
-        vec![fx.ns.addr],
-        a.provider(),
-        NEVER,
-        cancel.clone(),
-        &tracker,
-    );
+    let (registrar, cancel, tracker) = start_registrar(vec![fx.ns.addr], &a);
     registrar.register_now().await.unwrap();
     assert!(fx.ns.routes().route("T").is_some());
 
@@ -508,15 +492,8 @@ async fn namesrv_drops_a_broker_when_its_registration_connection_closes() {
     assert!(routes.cluster_info().broker_addr_table.is_empty());
 
     // The registrar: one connection kept across registrations.
-    let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
     let a = FakeBroker::new("broker-a", "127.0.0.1:10911", &["T"]);
-    let registrar = BrokerRegistrar::start(
-        vec![fx.ns.addr],
-        a.provider(),
-        NEVER,
-        cancel.clone(),
-        &tracker,
-    );
+    let (registrar, cancel, tracker) = start_registrar(vec![fx.ns.addr], &a);
     registrar.register_now().await.unwrap();
     let first = routes.channel_of("127.0.0.1:10911").unwrap();
     registrar.register_now().await.unwrap();
