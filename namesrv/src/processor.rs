@@ -409,7 +409,7 @@ impl RequestHandler for NameServerHandler {
                 (!oneway).then_some(resp)
             });
         }
-        let resp = self.process_on(Some(conn.id), &req);
+        let resp = self.process(&req);
         // A oneway request (a broker may register that way) gets no answer.
         let resp = (!req.is_oneway()).then_some(resp);
         Box::pin(futures::future::ready(resp))
