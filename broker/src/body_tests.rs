@@ -86,7 +86,11 @@ fn topic_config() -> impl Strategy<Value = TopicConfig> {
 }
 
 fn data_version() -> impl Strategy<Value = DataVersion> {
-    (any::<i64>(), any::<i64>()).prop_map(|(timestamp, counter)| DataVersion { timestamp, counter })
+    (any::<i64>(), any::<i64>()).prop_map(|(timestamp, counter)| DataVersion {
+        timestamp,
+        counter,
+        state_version: 0,
+    })
 }
 
 fn register_body() -> impl Strategy<Value = RegisterBrokerBody> {
@@ -335,7 +339,7 @@ proptest! {
         let w = v.topic_config_serialize_wrapper;
         let file = TopicsFile {
             topic_config_table: w.topic_config_table,
-            data_version: DataVersion { timestamp: w.data_version.timestamp, counter: w.data_version.counter },
+            data_version: DataVersion { timestamp: w.data_version.timestamp, counter: w.data_version.counter, state_version: 0 },
         };
         round_trip(&file, &Schema { maps: vec!["topicConfigTable"], value_maps: vec!["attributes"], defaults: topic_schema(), ..Schema::default() }, seed)?;
     }
@@ -487,6 +491,7 @@ fn register_body_and_topic_files_with_numbers_as_strings() {
     want.topic_config_serialize_wrapper.data_version = DataVersion {
         timestamp: 5,
         counter: 7,
+        state_version: 0,
     };
     same(&text, &want);
     let file = format!(
@@ -499,6 +504,7 @@ fn register_body_and_topic_files_with_numbers_as_strings() {
             data_version: DataVersion {
                 timestamp: 5,
                 counter: 7,
+                state_version: 0,
             },
         },
     );

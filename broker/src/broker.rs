@@ -26,11 +26,9 @@ use rmq_namesrv::{BodyForm, BrokerRegistrar, NameServer, NameServerHandle, Names
 
 use crate::processor::BrokerHandler;
 use crate::pull_hold::PullHoldService;
-use crate::service::schedule::{ScheduleService, Scheduler};
-use crate::service::timer::{TimerService, Timers};
-use crate::service::transaction::{
-    ProducerCheckSender, TransactionService, Transactions, TxSettings,
-};
+use crate::service::schedule::Scheduler;
+use crate::service::timer::Timers;
+use crate::service::transaction::{Transactions, TxSettings};
 use rmq_remoting::ServerOptions;
 use rmq_store::MessageStore;
 
@@ -52,10 +50,7 @@ pub struct Broker {
     grpc_addr: Option<SocketAddr>,
     namesrv: Option<NameServerHandle>,
     metrics_addr: Option<SocketAddr>,
-    schedule: Option<ScheduleService>,
-    timer: Option<TimerService>,
-    transaction: Option<TransactionService>,
-    reviver: Option<rmq_common::service::Service>,
+    duties: Arc<crate::duties::Duties>,
     persister: Option<MetaPersister>,
     registrar: Option<BrokerRegistrar>,
     cancel: CancellationToken,
@@ -167,8 +162,11 @@ impl Broker {
             source,
         })??;
         let store = Arc::new(store);
+        let controller_mode = settings.broker.controller.enable_controller_mode;
         let slave = settings.broker.broker_role == crate::ha::BrokerRole::Slave;
-        if slave {
+        if slave || controller_mode {
+            // In controller mode the broker is fenced until the controller
+            // names a master.
             // A slave writes only what its master streams: no sends, no
             // delayed deliveries, no half re-appends of its own.
             store.set_replica_only();
@@ -228,22 +226,7 @@ impl Broker {
                 }
             })?,
         );
-        let schedule = if slave {
-            None
-        } else {
-            Some(
-                ScheduleService::start(
-                    Arc::clone(&scheduler),
-                    &store,
-                    Duration::from_millis(settings.store.flush_delay_offset_interval_ms),
-                )
-                .map_err(|source| BrokerError::Spawn {
-                    service: "schedule",
-                    source,
-                })?,
-            )
-        };
-        let (timers, timer) = start_timers(&store, &topics, slave).await?;
+        let timers = open_timers(&store, &topics).await?;
         let transactions = Arc::new(Transactions::open(
             Arc::clone(&store),
             Arc::clone(&offsets),
@@ -254,25 +237,6 @@ impl Broker {
             },
         )?);
         let clients = Arc::new(ClientManager::new());
-        let transaction = if slave {
-            None
-        } else {
-            Some(
-                TransactionService::start(
-                    Arc::clone(&transactions),
-                    Arc::new(ProducerCheckSender::new(
-                        Arc::clone(&clients),
-                        &settings.broker.broker_name,
-                    )),
-                    addr,
-                    Duration::from_millis(settings.broker.transaction_check_interval_ms),
-                )
-                .map_err(|source| BrokerError::Spawn {
-                    service: "transaction check",
-                    source,
-                })?,
-            )
-        };
         let runtime = crate::runtime_config::RuntimeConfig::open(
             &settings,
             &settings.store.store_path_root_dir,
@@ -298,32 +262,19 @@ impl Broker {
             lmq_fold,
         ));
         store.add_arrival_listener(Arc::clone(&pop.polling) as _);
-        let reviver = if slave {
-            None
-        } else {
-            Some(
-                crate::pop::start_reviver(crate::pop::revive::Reviver {
-                    state: pop_state,
-                    store: Arc::clone(&store),
-                    topics: Arc::clone(&topics),
-                    offsets: Arc::clone(&offsets),
-                    topics_changed: Arc::clone(&topics_changed),
-                    store_host: addr,
-                    retry_v2: settings.broker.pop.enable_retry_topic_v2,
-                    interval: Duration::from_millis(settings.broker.pop.revive_interval_ms.max(10)),
-                    metrics: Arc::clone(&pop.metrics),
-                })
-                .map_err(|source| BrokerError::Spawn {
-                    service: "pop revive",
-                    source,
-                })?,
-            )
-        };
         let settings_ha_gap = settings.broker.ha_max_gap_not_in_sync;
         let (settings_broker_name, settings_cluster_name) = (
             settings.broker.broker_name.clone(),
             settings.broker.broker_cluster_name.clone(),
         );
+        let initial_role = if controller_mode {
+            crate::role::Role {
+                fenced: true,
+                ..crate::role::Role::configured(crate::ha::BrokerRole::Slave, -1)
+            }
+        } else {
+            crate::role::Role::configured(settings.broker.broker_role, settings.broker.broker_id)
+        };
         let ctx = Arc::new(BrokerContext {
             settings,
             store,
@@ -358,7 +309,13 @@ impl Broker {
             boot_ms: rmq_common::time::now_ms(),
             pop,
             request_modes,
+            role: Arc::new(crate::role::RoleState::new(initial_role)),
+            replicas: Arc::default(),
         });
+        let duties = Arc::new(crate::duties::Duties::default());
+        if !slave && !controller_mode {
+            duties.as_master(&ctx).await?;
+        }
 
         let options = ServerOptions {
             max_in_flight: ctx.settings.broker.max_in_flight_per_connection as usize,
@@ -423,7 +380,9 @@ impl Broker {
         if let Some(r) = &registrar {
             let _ = ctx.registrar.set(r.downgrade());
         }
-        if slave {
+        if controller_mode {
+            crate::replicas::start(&ctx, &duties, registrar.as_ref(), &cancel, &tracker)?;
+        } else if slave {
             start_ha_slave(&ctx, registrar.as_ref(), &cancel, &tracker);
         }
         tracing::info!(%addr, backend = %ctx.store.consume_queue().backend(), "broker started");
@@ -434,10 +393,7 @@ impl Broker {
             grpc_addr,
             namesrv,
             metrics_addr,
-            schedule,
-            timer,
-            transaction,
-            reviver,
+            duties,
             persister: Some(persister),
             registrar,
             cancel,
@@ -493,18 +449,7 @@ impl Broker {
         self.cancel.cancel();
         self.tracker.close();
         let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.tracker.wait()).await;
-        if let Some(reviver) = self.reviver.take() {
-            let _ = tokio::task::spawn_blocking(move || reviver.halt("broker halted")).await;
-        }
-        if let Some(transaction) = self.transaction.take() {
-            let _ = tokio::task::spawn_blocking(move || transaction.stop()).await;
-        }
-        if let Some(schedule) = self.schedule.take() {
-            let _ = tokio::task::spawn_blocking(move || schedule.stop()).await;
-        }
-        if let Some(timer) = self.timer.take() {
-            let _ = tokio::task::spawn_blocking(move || timer.halt()).await;
-        }
+        self.duties.finish(true).await;
         if let Some(persister) = self.persister.take() {
             let _ = tokio::task::spawn_blocking(move || persister.halt()).await;
         }
@@ -524,28 +469,7 @@ impl Broker {
         {
             tracing::warn!("some connection tasks did not stop within the grace period");
         }
-        if let Some(reviver) = self.reviver.take() {
-            if let Err(e) =
-                tokio::task::spawn_blocking(move || reviver.stop("broker stopping")).await
-            {
-                tracing::error!(error = %e, "POP revive service stop task failed");
-            }
-        }
-        if let Some(transaction) = self.transaction.take() {
-            if let Err(e) = tokio::task::spawn_blocking(move || transaction.stop()).await {
-                tracing::error!(error = %e, "transaction service stop task failed");
-            }
-        }
-        if let Some(schedule) = self.schedule.take() {
-            if let Err(e) = tokio::task::spawn_blocking(move || schedule.stop()).await {
-                tracing::error!(error = %e, "schedule service stop task failed");
-            }
-        }
-        if let Some(timer) = self.timer.take() {
-            if let Err(e) = tokio::task::spawn_blocking(move || timer.stop()).await {
-                tracing::error!(error = %e, "timer service stop task failed");
-            }
-        }
+        self.duties.finish(false).await;
         // Last of the writers of meta tables: it writes what they changed.
         if let Some(persister) = self.persister.take() {
             if let Err(e) = tokio::task::spawn_blocking(move || persister.stop()).await {
@@ -561,16 +485,15 @@ impl Broker {
     }
 }
 
-/// With `timerWheelEnable`: creates the timer topic (1 queue, as 5.x),
-/// opens the timer store (recovering it) and, unless this is a slave,
-/// starts the timer threads.
-async fn start_timers(
+/// With `timerWheelEnable`: creates the timer topic (1 queue, as 5.x) and
+/// opens the timer store (recovering it); a master's duties run its
+/// threads ([`crate::duties`]).
+async fn open_timers(
     store: &Arc<MessageStore>,
     topics: &Arc<TopicConfigManager>,
-    slave: bool,
-) -> Result<(Option<Arc<Timers>>, Option<TimerService>), BrokerError> {
+) -> Result<Option<Arc<Timers>>, BrokerError> {
     if !store.config().timer_wheel_enable {
-        return Ok((None, None));
+        return Ok(None);
     }
     let topic = rmq_common::constants::TIMER_TOPIC;
     if let Err(e) = topics.get_or_create_deferred(topic, 1) {
@@ -587,16 +510,7 @@ async fn start_timers(
             service: "timer",
             source,
         })?;
-    let timers = Arc::new(timers);
-    if slave {
-        return Ok((Some(timers), None));
-    }
-    let service =
-        TimerService::start(Arc::clone(&timers), store).map_err(|source| BrokerError::Spawn {
-            service: "timer",
-            source,
-        })?;
-    Ok((Some(timers), Some(service)))
+    Ok(Some(Arc::new(timers)))
 }
 
 /// How often the sampler refreshes the gauges (dispatch lag above all).
@@ -615,6 +529,7 @@ async fn start_metrics(
     let broker = ctx.settings.broker.broker_name.clone();
     let sources = crate::sampler::Sources {
         settings: ctx.settings.clone(),
+        role: Arc::clone(&ctx.role),
         runtime: Arc::clone(&ctx.runtime),
         rocketmq: Arc::clone(&ctx.rocketmq),
         store: Arc::clone(&ctx.store),
@@ -692,7 +607,7 @@ fn identity(ctx: &BrokerContext) -> BrokerIdentity {
     BrokerIdentity {
         cluster: ctx.settings.broker.broker_cluster_name.clone(),
         broker_name: ctx.settings.broker.broker_name.clone(),
-        broker_id: ctx.settings.broker.broker_id,
+        broker_id: ctx.role.broker_id(),
         broker_addr: ctx.store_host.to_string(),
         ha_server_addr: ctx
             .ha_addr
@@ -726,6 +641,8 @@ fn register_body(
     ctx: &BrokerContext,
     mut table: rmq_common::remoting::body::TopicConfigSerializeWrapper,
 ) -> RegisterBrokerBody {
+    // In controller mode a NameServer keeps the master of the newest epoch.
+    table.data_version.state_version = i64::from(ctx.role.now().master_epoch);
     let perm = ctx.runtime.broker_permission();
     if perm != PERM_READ | PERM_WRITE {
         for t in table.topic_config_table.values_mut() {
@@ -856,7 +773,10 @@ async fn start_ha_master(
 ) -> Result<(), BrokerError> {
     let b = &ctx.settings.broker;
     let ip = b.ha_ip();
-    if b.broker_role == crate::ha::BrokerRole::Slave || b.ha_listen_port == -1 {
+    if b.broker_role == crate::ha::BrokerRole::Slave
+        || b.ha_listen_port == -1
+        || b.controller.enable_controller_mode
+    {
         return Ok(());
     }
     let port = match u16::try_from(b.ha_listen_port) {

@@ -84,4 +84,8 @@ pub struct BrokerContext {
     /// PULL or POP per (topic, group), for QUERY_ASSIGNMENT
     /// (`config/messageRequestMode.json`).
     pub request_modes: Arc<crate::pop::request_mode::RequestModeTable>,
+    /// Master or slave now (changes at runtime in controller mode).
+    pub role: Arc<crate::role::RoleState>,
+    /// Controller mode's manager, when `enableControllerMode`.
+    pub replicas: Arc<std::sync::OnceLock<Arc<crate::replicas::ReplicasManager>>>,
 }

@@ -130,6 +130,12 @@ impl MessageStore {
         self.dispatcher.accept_partial_tail();
     }
 
+    /// Makes a slave's store a master's again (controller mode): puts are
+    /// taken.
+    pub fn set_writable(&self) {
+        self.replica_only.store(false, Ordering::Release);
+    }
+
     /// Whether only replicated bytes are written (a slave).
     pub fn is_replica_only(&self) -> bool {
         self.replica_only.load(Ordering::Acquire)

@@ -457,6 +457,7 @@ mod tests {
                 data_version: DataVersion {
                     timestamp: 1,
                     counter,
+                    state_version: 0,
                 },
             },
             filter_server_list: Vec::new(),

@@ -873,6 +873,7 @@ mod tests {
         let version = DataVersion {
             timestamp: 7,
             counter: 42,
+            state_version: 0,
         };
         let body = RegisterBrokerBody {
             topic_config_serialize_wrapper: TopicConfigSerializeWrapper {

@@ -479,6 +479,7 @@ mod tests {
             data_version: DataVersion {
                 timestamp: 1,
                 counter,
+                state_version: 0,
             },
         }
     }

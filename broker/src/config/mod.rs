@@ -200,6 +200,9 @@ pub struct BrokerConfig {
     /// What the gRPC API takes from Apache's proxy settings.
     #[serde(flatten)]
     pub grpc: crate::grpc::GrpcConfig,
+    /// RocketMQ 5.x controller mode (automatic failover).
+    #[serde(flatten)]
+    pub controller: crate::replicas::ControllerModeConfig,
 }
 
 impl Default for BrokerConfig {
@@ -242,6 +245,7 @@ impl Default for BrokerConfig {
             tls_config_file: String::new(),
             pop: crate::pop::PopConfig::default(),
             grpc: crate::grpc::GrpcConfig::default(),
+            controller: crate::replicas::ControllerModeConfig::default(),
             broker_id: 0,
             broker_ip1: "127.0.0.1".into(),
             broker_ip2: String::new(),
@@ -275,7 +279,12 @@ impl Default for BrokerConfig {
 impl BrokerConfig {
     fn validate_ha(&self) -> Result<(), ConfigError> {
         use crate::ha::BrokerRole;
-        if (self.broker_role == BrokerRole::Slave) != (self.broker_id > 0) {
+        self.controller.validate()?;
+        // In controller mode the controller gives the id and the role
+        // (RocketMQ's example broker.conf says brokerId=-1, SLAVE).
+        if !self.controller.enable_controller_mode
+            && (self.broker_role == BrokerRole::Slave) != (self.broker_id > 0)
+        {
             return Err(ConfigError::new(
                 "brokerId",
                 format!(

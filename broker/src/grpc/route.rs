@@ -50,7 +50,7 @@ async fn route_data(inner: &Inner, topic: &str) -> Result<TopicRouteData, Failur
             cluster: inner.ctx.settings.broker.broker_cluster_name.clone(),
             broker_name: name.clone(),
             broker_addrs: BTreeMap::from([(
-                inner.ctx.settings.broker.broker_id,
+                inner.ctx.role.broker_id(),
                 inner.endpoint.to_string(),
             )]),
             ..Default::default()
@@ -101,7 +101,7 @@ fn brokers(inner: &Inner, route: &TopicRouteData) -> BTreeMap<String, BTreeMap<i
     let mut out: BTreeMap<String, BTreeMap<i64, pb::Broker>> = BTreeMap::new();
     for b in &route.broker_datas {
         for (id, addr) in &b.broker_addrs {
-            let endpoint = if &b.broker_name == own && *id == inner.ctx.settings.broker.broker_id {
+            let endpoint = if &b.broker_name == own && *id == inner.ctx.role.broker_id() {
                 inner.endpoint
             } else {
                 match addr.parse::<SocketAddr>() {

@@ -554,6 +554,7 @@ mod tests {
             data_version: DataVersion {
                 timestamp: 1,
                 counter,
+                state_version: 0,
             },
             put: put.iter().map(|(k, v)| Entry((*k).into(), *v)).collect(),
             delete: delete.iter().map(|k| (*k).to_owned()).collect(),

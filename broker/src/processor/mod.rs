@@ -24,6 +24,7 @@ pub(crate) mod admin;
 pub(crate) mod assignment;
 pub(crate) mod client;
 pub(crate) mod consumers;
+pub(crate) mod controller_mode;
 pub(crate) mod cq_admin;
 pub(crate) mod groups;
 pub(crate) mod inspect;
@@ -365,6 +366,7 @@ async fn serve(
         R::RmqCqDropShadow(_) => cq_admin::drop_shadow(&p.store).await,
         R::GetBrokerRuntimeInfo(_) => runtime::runtime_info(&p.admin).await,
         R::UpdateBrokerConfig(_) => runtime::update_config(&p.admin, req),
+        R::NotifyBrokerRoleChanged(_) => controller_mode::notify_role_changed(&p.admin, req),
         R::UpdateAndCreateAclConfig(h) => acl_admin::update(&p.acl_admin, h).await,
         R::DeleteAclConfig(h) => acl_admin::delete(&p.acl_admin, h).await,
         R::UpdateGlobalWhiteAddrsConfig(h) => acl_admin::global_white(&p.acl_admin, h).await,

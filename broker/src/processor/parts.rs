@@ -40,6 +40,8 @@ pub(crate) struct SendPath {
     pub calls: Arc<ClientCalls>,
     pub transactions: Arc<Transactions>,
     pub rocketmq: Arc<crate::metrics::RocketmqMeters>,
+    /// Master or slave now.
+    pub role: Arc<crate::role::RoleState>,
 }
 
 /// What the pull path reaches: PULL_MESSAGE and LITE_PULL_MESSAGE.
@@ -55,6 +57,8 @@ pub(crate) struct PullPath {
     pub clients: Arc<ClientManager>,
     pub items: Arc<StatsItems>,
     pub pull_hold: Arc<PullHoldService>,
+    /// Master or slave now.
+    pub role: Arc<crate::role::RoleState>,
 }
 
 /// What POP consumption reaches: POP_MESSAGE, PEEK_MESSAGE, ACK_MESSAGE,
@@ -147,6 +151,10 @@ pub(crate) struct Admin {
     pub ha_link: Arc<SlaveLink>,
     /// When the broker started, ms since the epoch.
     pub boot_ms: i64,
+    /// Master or slave now.
+    pub role: Arc<crate::role::RoleState>,
+    /// Controller mode's manager, once it runs.
+    pub replicas: Arc<std::sync::OnceLock<Arc<crate::replicas::ReplicasManager>>>,
 }
 
 /// Longest an admin's topic change waits for the NameServers to have it
@@ -224,6 +232,7 @@ impl Parts {
                 calls: Arc::clone(&ctx.calls),
                 transactions: Arc::clone(&ctx.transactions),
                 rocketmq: Arc::clone(&ctx.rocketmq),
+                role: Arc::clone(&ctx.role),
             }),
             pull: Arc::new(PullPath {
                 settings: Arc::clone(&settings),
@@ -236,6 +245,7 @@ impl Parts {
                 clients: Arc::clone(&ctx.clients),
                 items: Arc::clone(&ctx.items),
                 pull_hold: Arc::clone(&ctx.pull_hold),
+                role: Arc::clone(&ctx.role),
             }),
             pop: Arc::new(PopPath {
                 settings: Arc::clone(&settings),
@@ -285,6 +295,8 @@ impl Parts {
                 ha_acks: Arc::clone(&ctx.ha_acks),
                 ha_link: Arc::clone(&ctx.ha_link),
                 boot_ms: ctx.boot_ms,
+                role: Arc::clone(&ctx.role),
+                replicas: Arc::clone(&ctx.replicas),
             }),
             acl_admin: Arc::new(AclAdmin {
                 acl: ctx.acl.clone(),

@@ -14,7 +14,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::parts::PullPath;
 use super::{blocking, Handled, Refusal};
-use crate::ha::BrokerRole;
 use rmq_common::remoting::body::{SubscriptionGroupConfig, PERM_READ};
 use rmq_store::{GetMessageResult, GetRequest, GetStatus, SubscriptionFilter, TagFilter};
 
@@ -63,7 +62,7 @@ pub(crate) async fn pull(
         ));
     }
     let filter = subscription_filter(path, &h)?;
-    let slave = path.settings.broker.broker_role == BrokerRole::Slave;
+    let slave = path.role.is_slave();
     // A slave keeps only offsets sent with UPDATE_CONSUMER_OFFSET (and
     // those it copies from its master), as RocketMQ's.
     if !slave && pull_sys_flag::has_commit_offset(h.sys_flag) && h.commit_offset >= 0 {

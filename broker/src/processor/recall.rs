@@ -40,7 +40,7 @@ pub(crate) async fn recall(
             "recall failed, operation is forbidden",
         ));
     }
-    if settings.broker.broker_role == crate::ha::BrokerRole::Slave {
+    if path.role.is_slave() {
         return Err(Refusal::new(ResponseCode::SlaveNotAvailable, NOT_AVAILABLE));
     }
     if path.topics.get(&header.topic).is_none() {

@@ -119,7 +119,7 @@ fn table(admin: &Admin) -> Result<BTreeMap<&'static str, String>, Refusal> {
 /// master, its slaves and the largest replication lag; on a slave, the
 /// master it streams from now ("" when not connected).
 fn replication(admin: &Admin, set: &mut impl FnMut(&'static str, String)) {
-    let role = admin.settings.broker.broker_role;
+    let role = admin.role.broker_role();
     set("brokerRole", role.name().into());
     if role == BrokerRole::Slave {
         set(

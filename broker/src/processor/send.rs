@@ -177,7 +177,7 @@ pub(crate) async fn send(
     // No hand-off to a blocking thread: the append is a copy under the put
     // lock, and a SYNC_FLUSH wait is a future the group commit completes.
     // A SYNC_MASTER waits for a slave to have the bytes meanwhile.
-    let replicate = path.settings.broker.broker_role == crate::ha::BrokerRole::SyncMaster
+    let replicate = path.role.broker_role() == crate::ha::BrokerRole::SyncMaster
         && messages.first().is_some_and(rmq_store::wants_wait);
     let slave_timeout = std::time::Duration::from_millis(path.settings.broker.slave_timeout_ms);
     let putting = path

@@ -35,6 +35,8 @@ pub const CONSUMER_LAG_SERIES_MAX: usize = 50;
 pub struct Sources {
     /// Settings (role, store root, cluster and broker names).
     pub settings: Settings,
+    /// Master or slave now.
+    pub role: Arc<crate::role::RoleState>,
     /// Settings changed at run time (the broker's permission).
     pub runtime: Arc<crate::runtime_config::RuntimeConfig>,
     /// RocketMQ 5.x's recorded series (the processor watermarks).
@@ -263,7 +265,7 @@ impl Sampler {
     /// slave what it acknowledged and how far behind the CommitLog's end
     /// that is, in bytes and seconds.
     fn replication(&self) {
-        if self.ctx.settings.broker.broker_role == crate::ha::BrokerRole::Slave {
+        if self.ctx.role.is_slave() {
             return;
         }
         let acks = &self.ctx.ha_acks;

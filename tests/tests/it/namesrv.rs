@@ -100,6 +100,7 @@ fn body(topics: &[&str], counter: i64) -> RegisterBrokerBody {
             data_version: DataVersion {
                 timestamp: T0,
                 counter,
+                state_version: 0,
             },
         },
         filter_server_list: Vec::new(),

@@ -107,6 +107,7 @@ fn body(topics: usize, broker: usize, counter: i64) -> RegisterBrokerBody {
             data_version: DataVersion {
                 timestamp: rmq_common::time::now_ms(),
                 counter,
+                state_version: 0,
             },
         },
         filter_server_list: Vec::new(),

@@ -289,6 +289,7 @@ mod tests {
                 data_version: DataVersion {
                     timestamp: 1_700_000_000_000,
                     counter: 42,
+                    state_version: 0,
                 },
             },
             filter_server_list: Vec::new(),

@@ -79,6 +79,15 @@ pub struct DataVersion {
     pub timestamp: i64,
     /// Change counter.
     pub counter: i64,
+    /// RocketMQ 5.x: in controller mode, the master epoch the broker
+    /// registers under; a NameServer keeps a master of a newer epoch over
+    /// an older one registering the same id from another address.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub state_version: i64,
+}
+
+fn is_zero(v: &i64) -> bool {
+    *v == 0
 }
 
 /// A broker's topics with their version: the body of
