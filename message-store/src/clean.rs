@@ -255,6 +255,8 @@ pub(crate) struct Cleaner {
     pub(crate) enable_lmq: bool,
     /// Told of those removals.
     pub(crate) lmq_removed: LmqRemovedCell,
+    /// Controller mode's epoch file: entries wholly below the new min go.
+    pub(crate) epochs: Arc<parking_lot::Mutex<rmq_store_file::epoch_file::EpochFile>>,
 }
 
 /// Holds the listener of LMQ removals; `Debug` without the closure.
@@ -365,6 +367,7 @@ impl Cleaner {
         let mut index_files_deleted = 0;
         if deleted > 0 {
             self.dispatcher.correct_min_offset(min_offset)?;
+            self.epochs.lock().truncate_prefix(min_offset)?;
             if self.enable_lmq {
                 let gone = crate::lmq::remove_expired_lmqs(&self.dispatcher, &self.commit_log)?;
                 self.lmqs_removed(&gone);

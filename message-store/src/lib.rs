@@ -24,6 +24,7 @@
 
 mod arrival;
 pub mod clean;
+mod controller_mode;
 mod delay;
 mod factory;
 mod filter;
@@ -40,6 +41,7 @@ mod services;
 mod verify;
 
 pub use arrival::{MessageArrivalListener, QueueWaiters};
+pub use controller_mode::DispatchBound;
 pub use factory::{backend_dir, disk_use, open_backend, open_consume_queue_store};
 pub use filter::{MessageFilter, SubscriptionFilter, TagFilter};
 pub use get::{GetMessageResult, GetRequest, GetStatus, DEFAULT_MAX_BYTES};
@@ -47,6 +49,7 @@ pub use lanes::{BackendStatus, CqAdminError, CqChoice, FlipError, FlipStep};
 pub use lmq::LmqRemovedListener;
 pub use open::StartupReport;
 pub use put::{is_permanent, wants_wait, PutMessageResult, PutStatus};
+pub use rmq_store_file::epoch_file::EpochEntry;
 pub use verify::{Difference, VerifyError, VerifyOptions, VerifyReport};
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -88,6 +91,12 @@ pub struct MessageStore {
     replica_only: AtomicBool,
     /// Woken after every append (the HA writers stream new bytes at once).
     appended: Arc<tokio::sync::Notify>,
+    /// Controller mode's epoch file (`epochFileCheckpoint`).
+    epochs: Arc<Mutex<rmq_store_file::epoch_file::EpochFile>>,
+    /// The confirm offset (stored value; see [`DispatchBound`]).
+    confirm: SharedOffset,
+    /// Whether reput stops at the confirm offset.
+    confirm_bound: AtomicBool,
     startup: StartupReport,
 }
 

@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, RwLock};
 use rmq_common::config::CqBackend;
 use rmq_common::constants::LMQ_QUEUE_ID;
-use rmq_common::cq::{ConsumeQueueStore, CqError};
+use rmq_common::cq::{ConsumeQueueStore, CqError, QueueKey};
 use rmq_common::names::is_lmq;
 use rmq_common::time::{Clock, SystemClock};
 use rmq_common::StoreConfig;
 use rmq_store_file::commitlog::{CommitLog, LmqOffsetSource, RecoverOptions, RecoveryReport};
+use rmq_store_file::epoch_file::EpochFile;
 use rmq_store_file::index::IndexService;
 use rmq_store_file::root::{AbortFile, Checkpoint, RootLock};
 use rmq_store_file::StoreError;
@@ -117,6 +118,11 @@ impl MessageStore {
             None
         };
         let checkpoint = Arc::new(Checkpoint::open(&root)?);
+        // As Java's controller-mode recovery: within the recovered log.
+        let confirm = checkpoint
+            .confirm_offset()
+            .clamp(commit_log.min_offset(), recovery.tail);
+        let epochs = Arc::new(Mutex::new(EpochFile::open(&root)?));
         let abort = AbortFile::create(&root)?;
 
         let redispatch_from = cq
@@ -149,20 +155,7 @@ impl MessageStore {
         let catch_up_started = Instant::now();
         let redispatched_records = dispatcher.catch_up()?;
         let redispatch_elapsed = catch_up_started.elapsed();
-        // LMQs' offsets are read on their first append instead (see below).
-        let queues = if config.enable_lmq {
-            cq.queues_except_lmq()?
-        } else {
-            cq.queues()?
-        };
-        let mut offsets = Vec::with_capacity(queues.len());
-        for q in &queues {
-            if config.enable_lmq && is_lmq(&q.topic) && q.queue_id == LMQ_QUEUE_ID {
-                continue;
-            }
-            let max = cq.max_offset(&q.topic, q.queue_id)?;
-            offsets.push((q.clone(), max));
-        }
+        let (queues, offsets) = queue_offset_table(&config, cq.as_ref())?;
         commit_log.set_queue_offsets(offsets);
         commit_log.set_lmq_offset_source(Arc::new(LmqSource(Arc::downgrade(&dispatcher))));
 
@@ -179,6 +172,7 @@ impl MessageStore {
             pass_lock: Mutex::new(()),
             enable_lmq: config.enable_lmq,
             lmq_removed: Default::default(),
+            epochs: Arc::clone(&epochs),
         });
         let services = Services::start(
             &config,
@@ -232,8 +226,47 @@ impl MessageStore {
             shut_down: AtomicBool::new(false),
             replica_only: AtomicBool::new(false),
             appended: Arc::new(tokio::sync::Notify::new()),
+            epochs,
+            confirm: crate::SharedOffset::new(confirm),
+            confirm_bound: AtomicBool::new(false),
             startup,
         })
+    }
+}
+
+/// Each queue's next queue offset.
+type QueueOffsets = Vec<(QueueKey, i64)>;
+
+/// The queues of `cq` (LMQs' left out with `enableLmq`: their offsets are
+/// read on their first append instead) and each one's max offset, for the
+/// put path's table.
+fn queue_offset_table(
+    config: &StoreConfig,
+    cq: &dyn ConsumeQueueStore,
+) -> Result<(Vec<QueueKey>, QueueOffsets), StoreError> {
+    let queues = if config.enable_lmq {
+        cq.queues_except_lmq()?
+    } else {
+        cq.queues()?
+    };
+    let mut offsets = Vec::with_capacity(queues.len());
+    for q in &queues {
+        if config.enable_lmq && is_lmq(&q.topic) && q.queue_id == LMQ_QUEUE_ID {
+            continue;
+        }
+        let max = cq.max_offset(&q.topic, q.queue_id)?;
+        offsets.push((q.clone(), max));
+    }
+    Ok((queues, offsets))
+}
+
+impl MessageStore {
+    /// Rebuilds the put path's queue offsets from the serving consume
+    /// queue (after a truncation, once dispatch is where it must be).
+    pub(crate) fn rebuild_queue_offsets(&self) -> Result<(), StoreError> {
+        let (_, offsets) = queue_offset_table(&self.config, self.dispatcher.cq().as_ref())?;
+        self.commit_log.set_queue_offsets(offsets);
+        Ok(())
     }
 }
 

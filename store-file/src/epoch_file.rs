@@ -47,6 +47,15 @@ pub enum EpochFileError {
         /// What was wrong with each.
         reason: String,
     },
+    /// Removing it (the list became empty) failed.
+    #[error("cannot remove epoch file {path}: {source}")]
+    Remove {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// Writing it failed (the error names the file and the step).
     #[error(transparent)]
     Write(#[from] rmq_common::meta_file::AtomicWriteError),
@@ -128,6 +137,22 @@ impl EpochFile {
         Ok(())
     }
 
+    /// Entries of `epoch` and later go (Java's `truncateSuffixByEpoch`: a
+    /// broker becoming master of `epoch` again rewrites it).
+    pub fn truncate_from_epoch(&mut self, epoch: i32) -> Result<(), EpochFileError> {
+        let before = self.entries.len();
+        self.entries.retain(|&(e, _)| e < epoch);
+        if self.entries.len() != before {
+            self.persist()?;
+        }
+        Ok(())
+    }
+
+    /// The entries as (epoch, start), as the master's handshake sends them.
+    pub fn pairs(&self) -> &[(i32, i64)] {
+        &self.entries
+    }
+
     /// The log's head was deleted up to `min_offset`: entries that end at
     /// or before it go (the one holding it stays).
     pub fn truncate_prefix(&mut self, min_offset: i64) -> Result<(), EpochFileError> {
@@ -145,8 +170,17 @@ impl EpochFile {
     }
 
     fn persist(&self) -> Result<(), EpochFileError> {
-        // As Java: an empty list is not written.
+        // Java leaves the old file when the list becomes empty, so its
+        // entries come back at the next start; here the file and its .bak
+        // go (no file reads as no entries, in both implementations).
         if self.entries.is_empty() {
+            for p in [bak(&self.path), self.path.clone()] {
+                match std::fs::remove_file(&p) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(source) => return Err(EpochFileError::Remove { path: p, source }),
+                }
+            }
             return Ok(());
         }
         if let Ok(previous) = std::fs::read(&self.path) {
@@ -326,7 +360,13 @@ mod tests {
         assert_eq!(f.entries()[0].epoch, 2, "epoch 1 ended before 150");
         f.truncate_suffix(200).unwrap();
         assert_eq!(f.last_epoch(), 2);
+        f.append(5, 300).unwrap();
+        f.truncate_from_epoch(5).unwrap();
+        assert_eq!(f.pairs(), [(2, 100)]);
         assert_eq!(EpochFile::open(dir.path()).unwrap().last_epoch(), 2);
+        // Emptied: no file, so a reopen finds no entries either.
+        f.truncate_suffix(0).unwrap();
+        assert_eq!(EpochFile::open(dir.path()).unwrap().last_epoch(), -1);
     }
 
     #[test]

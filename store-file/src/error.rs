@@ -93,6 +93,44 @@ pub enum StoreError {
         /// The configured limit, percent.
         limit_pct: u32,
     },
+    /// A runtime truncation asked for an offset outside the CommitLog.
+    #[error("cannot truncate the CommitLog to {offset}: it holds [{min}, {max})")]
+    TruncateOutOfRange {
+        /// The offset asked for.
+        offset: i64,
+        /// The CommitLog's min offset.
+        min: i64,
+        /// Its max offset.
+        max: i64,
+    },
+    /// A runtime truncation asked for an offset inside a record.
+    #[error("cannot truncate the CommitLog to {offset}: not a record boundary (the record around it starts at {record_start})")]
+    NotRecordBoundary {
+        /// The offset asked for.
+        offset: i64,
+        /// Where the record holding it starts (or where parsing stopped).
+        record_start: i64,
+    },
+    /// Dispatch did not finish writing what it parsed in time (a runtime
+    /// truncation waits for it).
+    #[error("the consume queue did not catch up with dispatch (parsed to {parsed}, written to {written})")]
+    DispatchStalled {
+        /// Where dispatch parsed to.
+        parsed: i64,
+        /// What the backend has written.
+        written: i64,
+    },
+    /// A master epoch older than the newest in the epoch file.
+    #[error("master epoch {epoch} is older than the epoch file's last epoch {last}")]
+    StaleEpoch {
+        /// The epoch asked for.
+        epoch: i32,
+        /// The newest one recorded.
+        last: i32,
+    },
+    /// The epoch file (`epochFileCheckpoint`) cannot be read or written.
+    #[error(transparent)]
+    EpochFile(#[from] crate::epoch_file::EpochFileError),
     /// The store is shut down.
     #[error("store is shut down")]
     ShutDown,

@@ -357,6 +357,60 @@ impl MappedFile {
     }
 }
 
+/// Runtime truncation, while readers may hold slices of this file.
+impl MappedFile {
+    /// A new file in this one's place holding only its first `keep` bytes
+    /// (at most the write position): they are copied to `<name>.truncate.tmp`,
+    /// which is synced and renamed over this file's path, and the folder is
+    /// synced. This mapping is left as it was, so slices readers hold stay
+    /// valid (they read the unlinked old file); new readers must be given the
+    /// returned file. A crash leaves the old file or the new one, plus at
+    /// most a `.tmp` file that loading removes. The new file's write and
+    /// flushed positions are `keep`.
+    pub fn rewrite_prefix(&self, keep: usize) -> io::Result<MappedFile> {
+        use std::os::unix::fs::FileExt as _;
+        let keep = keep.min(self.wrote_position());
+        let bytes = self.slice(0, keep).ok_or_else(|| {
+            io::Error::other(format!(
+                "{}: {keep} bytes are not below the write position",
+                self.path.display()
+            ))
+        })?;
+        let mut tmp_name = self.path.file_name().unwrap_or_default().to_owned();
+        tmp_name.push(".truncate.tmp");
+        let tmp = self.path.with_file_name(tmp_name);
+        let written = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .and_then(|file| Self::make_whole(&tmp, file, self.file_size, true))
+            .and_then(|file| {
+                file.write_all_at(bytes, 0)?;
+                file.sync_all()?;
+                Ok(file)
+            });
+        let file = match written.and_then(|f| std::fs::rename(&tmp, &self.path).map(|()| f)) {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        if let Some(dir) = self.path.parent() {
+            File::open(dir)?.sync_all()?;
+        }
+        Self::map(
+            &self.path,
+            file,
+            self.file_from_offset,
+            self.file_size,
+            keep,
+        )
+    }
+}
+
 /// Recovery-only operations.
 impl MappedFile {
     /// Sets the write position to `pos` and zeroes every non-zero byte from
@@ -444,5 +498,27 @@ mod tests {
         assert!(MappedFile::open(&path, 0, 4096).is_err(), "size mismatch");
         f.destroy().unwrap();
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_rewritten_prefix_leaves_old_readers_their_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("00000000000000000000");
+        let f = MappedFile::create(&path, 0, 8192).unwrap();
+        f.append(b"keepdrop").unwrap();
+        let held = f.slice(0, 8).unwrap();
+        let g = f.rewrite_prefix(4).unwrap();
+        assert_eq!((g.wrote_position(), g.flushed_position()), (4, 4));
+        assert_eq!(g.append(b"new!"), Some(4));
+        assert_eq!(g.slice(0, 8), Some(&b"keepnew!"[..]));
+        assert_eq!(held, b"keepdrop", "the old mapping is untouched");
+        drop(g);
+        let reopened = MappedFile::open(&path, 0, 8192).unwrap();
+        assert_eq!(reopened.slice(0, 9), Some(&b"keepnew!\0"[..]));
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no .tmp left"
+        );
     }
 }

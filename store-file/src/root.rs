@@ -76,13 +76,17 @@ impl AbortFile {
 }
 
 /// RocketMQ's `checkpoint` file: three i64 millisecond timestamps (physic,
-/// logics, index) at offsets 0, 8 and 16, rewritten and synced on flush.
+/// logics, index) at offsets 0, 8 and 16, Java's `masterFlushedOffset` at 24
+/// (kept as read, never used here) and the confirm offset of controller
+/// mode at 32, rewritten and synced on flush.
 #[derive(Debug)]
 pub struct Checkpoint {
     path: PathBuf,
     physic_ms: AtomicI64,
     logics_ms: AtomicI64,
     index_ms: AtomicI64,
+    master_flushed: AtomicI64,
+    confirm_offset: AtomicI64,
 }
 
 /// Size RocketMQ gives the checkpoint file (one page).
@@ -92,7 +96,7 @@ impl Checkpoint {
     /// Loads the file, or starts at zeros when there is none.
     pub fn open(root: &Path) -> Result<Self> {
         let path = root.join("checkpoint");
-        let mut vals = [0i64; 3];
+        let mut vals = [0i64; 5];
         if path.exists() {
             let mut buf = Vec::new();
             File::open(&path)
@@ -105,7 +109,9 @@ impl Checkpoint {
                     detail: format!("checkpoint is {} bytes, expected at least 24", buf.len()),
                 });
             }
-            for (i, v) in vals.iter_mut().enumerate() {
+            // Files written before the last two slots existed are 24 bytes
+            // long at least; they read as 0.
+            for (i, v) in vals.iter_mut().enumerate().take(buf.len() / 8) {
                 let mut a = [0u8; 8];
                 a.copy_from_slice(&buf[i * 8..i * 8 + 8]);
                 *v = i64::from_be_bytes(a);
@@ -116,6 +122,8 @@ impl Checkpoint {
             physic_ms: AtomicI64::new(vals[0]),
             logics_ms: AtomicI64::new(vals[1]),
             index_ms: AtomicI64::new(vals[2]),
+            master_flushed: AtomicI64::new(vals[3]),
+            confirm_offset: AtomicI64::new(vals[4]),
         })
     }
 
@@ -144,13 +152,24 @@ impl Checkpoint {
         self.index_ms.fetch_max(v, Ordering::AcqRel);
     }
 
-    /// Writes the three values and syncs the file (temp file + rename, so a
+    /// The confirm offset last set (0: never).
+    pub fn confirm_offset(&self) -> i64 {
+        self.confirm_offset.load(Ordering::Acquire)
+    }
+    /// Sets the confirm offset (it may go down: a truncation lowers it).
+    pub fn set_confirm_offset(&self, v: i64) {
+        self.confirm_offset.store(v, Ordering::Release);
+    }
+
+    /// Writes the values and syncs the file (temp file + rename, so a
     /// crash never leaves a half-written checkpoint).
     pub fn flush(&self) -> Result<()> {
         let mut buf = vec![0u8; CHECKPOINT_FILE_SIZE];
         buf[0..8].copy_from_slice(&self.physic_ms().to_be_bytes());
         buf[8..16].copy_from_slice(&self.logics_ms().to_be_bytes());
         buf[16..24].copy_from_slice(&self.index_ms().to_be_bytes());
+        buf[24..32].copy_from_slice(&self.master_flushed.load(Ordering::Acquire).to_be_bytes());
+        buf[32..40].copy_from_slice(&self.confirm_offset().to_be_bytes());
         write_atomically(&self.path, &buf)
     }
 }
@@ -208,6 +227,18 @@ mod tests {
         );
         let c = Checkpoint::open(dir.path()).unwrap();
         assert_eq!((c.physic_ms(), c.logics_ms(), c.index_ms()), (1, 0x0203, 3));
+        // Java's confirmPhyOffset at byte 32.
+        c.set_confirm_offset(0x0102);
+        c.flush().unwrap();
+        let raw = std::fs::read(dir.path().join("checkpoint")).unwrap();
+        assert_eq!(
+            &raw[24..40],
+            &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2]
+        );
+        assert_eq!(
+            Checkpoint::open(dir.path()).unwrap().confirm_offset(),
+            0x0102
+        );
         std::fs::write(dir.path().join("checkpoint"), [1u8; 5]).unwrap();
         assert!(matches!(
             Checkpoint::open(dir.path()),

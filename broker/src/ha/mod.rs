@@ -1,12 +1,44 @@
 //! Master/slave replication on RocketMQ 4.9's HA protocol: the wire format
 //! (`wire`), what slaves acknowledged and the SYNC_MASTER waits (`acks`),
-//! the master's side (`master`) and the slave's (`slave`). The frames of
-//! RocketMQ 5.x's auto-switch protocol (controller mode) are in
-//! `switch_wire`.
+//! the master's side (`master`) and the slave's (`slave`).
+//!
+//! RocketMQ 5.x's auto-switch protocol (controller mode): the frames
+//! (`switch_wire`), the master's link (`switch_master`), the slave's
+//! (`switch_slave`) and the master's in-sync bookkeeping (`switch_sync`).
+//! What the controller-mode broker calls:
+//!
+//! - Becoming master of epoch `E` (after stopping any `SwitchSlave` with
+//!   `SwitchSlave::stop`): `MessageStore::become_master(E, timeout)` (on a
+//!   blocking thread: it cuts a torn tail, records `(E, end)` in the epoch
+//!   file and waits for dispatch); `InSync::new(store, clock, settings)`,
+//!   `InSync::adopt(set, syncStateSetEpoch)` with the set the controller
+//!   gave; `SwitchMaster::start(listener, SwitchMasterShared { .. })` on the
+//!   HA port. Already master and re-elected: `become_master(E, ..)` again
+//!   only records the epoch.
+//! - SyncStateSet reports: `InSync::subscribe()` yields the set this master
+//!   would report whenever it changes (a slave caught up: added; its
+//!   connection closed or `InSync::shrink_check()`, which the caller runs
+//!   every `checkSyncStateSetPeriod`, found it behind for longer than
+//!   `haMaxTimeSlaveNotCatchup`: removed). When it differs from
+//!   `InSync::accepted()`, send ALTER_SYNC_STATE_SET with the master epoch
+//!   and the accepted set's epoch, then call `InSync::adopt(new, epoch)` on
+//!   success or `InSync::proposal_refused()` on refusal. Adopting recomputes
+//!   the confirm offset (and the store's dispatch bound).
+//! - Sends with `allAckInSyncStateSet`: `InSync::wait_all_ack(end,
+//!   slaveTimeout)` (`ReplicaStatus::TimedOut`: FLUSH_SLAVE_TIMEOUT);
+//!   `InSync::in_sync_replicas()` for `minInSyncReplicas`.
+//! - Becoming slave of HA address `A` (after `SwitchMaster::stop`):
+//!   `SwitchSlave::start(store, rx, SwitchSlaveConfig { broker_id, .. })`
+//!   with `rx` a watch holding `Some(A)`; later addresses (the NameServer's
+//!   answer) go through the same watch. `SwitchSlave::status()` says whom
+//!   it follows and why the last link ended.
 
 pub mod acks;
 pub mod master;
 pub mod slave;
+pub mod switch_master;
+pub mod switch_slave;
+pub mod switch_sync;
 pub mod switch_wire;
 pub mod sync;
 pub mod wire;

@@ -42,7 +42,15 @@ impl Dispatcher {
         // always where a pass of the serving dispatch ended: a record start.
         let until = self.until.load(std::sync::atomic::Ordering::Acquire);
         let bytes = &bytes[..bytes.len().min(usize::try_from(until - from).unwrap_or(0))];
-        let (cuts, segment_end) = self.cut(bytes, from)?;
+        // The confirm limit may fall inside a record: that record waits.
+        let confirm = self
+            .confirm_limit
+            .load(std::sync::atomic::Ordering::Acquire);
+        let clipped = usize::try_from(confirm - from).unwrap_or(0) < bytes.len();
+        let bytes = &bytes[..bytes
+            .len()
+            .min(usize::try_from(confirm - from).unwrap_or(0))];
+        let (cuts, segment_end) = self.cut(bytes, from, clipped)?;
         let end_of_cuts = cuts.last().map_or(0, |c| c.end);
         let next_of = |cut: &Cut| match (cut.end == end_of_cuts, segment_end) {
             (true, Some(next)) => next,
@@ -123,7 +131,12 @@ impl Dispatcher {
     /// serial reput) of at most
     /// [`MAX_RECORDS_PER_PASS`] records; also returns where the next pass
     /// starts when a segment's blank end was reached.
-    fn cut(&self, bytes: &[u8], from: i64) -> Result<(Vec<Cut>, Option<i64>), StoreError> {
+    fn cut(
+        &self,
+        bytes: &[u8],
+        from: i64,
+        clipped: bool,
+    ) -> Result<(Vec<Cut>, Option<i64>), StoreError> {
         let most = if self.parse_workers == 1 {
             1
         } else {
@@ -140,9 +153,11 @@ impl Dispatcher {
                 match peek_frame(&bytes[pos..]).map_err(|e| corrupt(at, e.to_string()))? {
                     Frame::Message { total_size } => {
                         if pos + total_size > bytes.len()
-                            && self.partial_tail.load(std::sync::atomic::Ordering::Acquire)
+                            && (clipped
+                                || self.partial_tail.load(std::sync::atomic::Ordering::Acquire))
                         {
-                            // The rest of it has not been replicated yet.
+                            // The rest of it has not been replicated (or
+                            // confirmed) yet.
                             stop = true;
                             break;
                         }

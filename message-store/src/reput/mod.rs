@@ -20,6 +20,7 @@ use rmq_store_file::StoreError;
 
 mod concurrent;
 pub(crate) mod shadow;
+mod truncate;
 
 use super::arrival::MessageArrivalListener;
 use super::SharedOffset;
@@ -67,6 +68,10 @@ pub(crate) struct Dispatcher {
     /// Passes stop before this CommitLog offset (a shadow catching up
     /// stops where the serving dispatch is); `i64::MAX` for none.
     until: AtomicI64,
+    /// Passes dispatch only whole records ending at or before this offset
+    /// (controller mode's confirm offset); `i64::MAX` for none. Unlike
+    /// `until` it may fall inside a record.
+    confirm_limit: AtomicI64,
     /// A second backend fed every batch this one writes (the store's
     /// dispatcher only).
     shadow: Mutex<Option<Shadow>>,
@@ -166,6 +171,7 @@ impl Dispatcher {
             delay_levels,
             lane: RwLock::new(lane),
             until: AtomicI64::new(i64::MAX),
+            confirm_limit: AtomicI64::new(i64::MAX),
             shadow: Mutex::new(None),
             parse_workers: parse_workers.max(1),
             parse_from: Arc::new(SharedOffset::new(reput_from)),
@@ -318,11 +324,25 @@ impl Dispatcher {
                 self.visible.offset.set(min);
             }
         }
-        let end = self
-            .commit_log
+        (from < self.pass_end()).then_some(from)
+    }
+
+    /// Where passes stop now: the CommitLog's end, `until` and the confirm
+    /// limit, whichever is lowest.
+    pub(crate) fn pass_end(&self) -> i64 {
+        self.commit_log
             .max_offset()
-            .min(self.until.load(Ordering::Acquire));
-        (from < end).then_some(from)
+            .min(self.until.load(Ordering::Acquire))
+            .min(self.confirm_limit.load(Ordering::Acquire))
+    }
+
+    /// Dispatch only whole records ending at or before `limit` (`i64::MAX`:
+    /// no limit); wakes the reput service when the limit rose.
+    pub(crate) fn set_confirm_limit(&self, limit: i64) {
+        let old = self.confirm_limit.swap(limit, Ordering::AcqRel);
+        if limit > old {
+            self.notify_new_data();
+        }
     }
 
     /// Parses the record at the start of `bytes` (CommitLog offset `at`)

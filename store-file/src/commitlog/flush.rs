@@ -70,6 +70,7 @@ impl CommitLog {
     /// dirty). A failed sync poisons the log: the bytes' fate on disk is
     /// unknown, so no later write may be acknowledged as durable.
     pub fn flush(&self, least_pages: usize) -> Result<i64> {
+        let _pass = self.flush_pass.lock();
         let store_ts = self.last_store_timestamp.load(Ordering::Acquire);
         let started = std::time::Instant::now();
         let mut flushed = self.flushed_offset();

@@ -78,6 +78,12 @@ impl LmqOffsets {
         self.next.len()
     }
 
+    /// Forgets every LMQ (the log was truncated): each next append asks
+    /// the consume queue again.
+    pub(super) fn clear(&mut self) {
+        self.next.clear();
+    }
+
     /// Forgets an LMQ (deleted or cleaned up): its next append asks the
     /// consume queue again.
     pub(super) fn forget(&mut self, queue: &str) {

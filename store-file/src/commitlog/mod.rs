@@ -7,6 +7,7 @@ mod lmq;
 mod recovery;
 mod replica;
 mod segments;
+mod truncate;
 
 pub use append::AppendResult;
 pub use flush::{FlushCallback, FlushFailed, FlushService, FlushSettings};
@@ -76,6 +77,10 @@ pub struct CommitLog {
     flush_signal: Mutex<Arc<Signal>>,
     /// Told how long each flush pass that wrote something took (metrics).
     flush_observer: ObserverCell,
+    /// Held by a flush pass and by a runtime truncation, so a pass that
+    /// read the segments before a cut cannot raise the flushed offset past
+    /// it afterwards.
+    flush_pass: Mutex<()>,
 }
 
 /// Holds the flush observer; `Debug` without showing the closure.
@@ -123,6 +128,7 @@ impl CommitLog {
             flush_queue: Mutex::new(FlushQueue::default()),
             flush_signal: Mutex::new(Signal::new()),
             flush_observer: ObserverCell::default(),
+            flush_pass: Mutex::new(()),
         };
         let report = log.recover(options)?;
         log.segments.start_allocator(config.warm_mapped_file_enable);

@@ -37,10 +37,11 @@ pub struct SegmentQueue {
     segment_size: usize,
     segments: RwLock<Vec<Arc<MappedFile>>>,
     prepared: Arc<Mutex<Option<Arc<MappedFile>>>>,
-    /// Start of the newest segment ever listed (-1: none). Held while a
-    /// segment file is created, so the allocator never makes one at or
-    /// below it: a request that went stale while retention deleted that
-    /// offset's segment must not bring the file back.
+    /// Start of the newest segment listed (-1: none). Held while a
+    /// segment file is created, so the allocator makes only the one right
+    /// after it: a request that went stale while retention deleted that
+    /// offset's segment, or a truncation deleted later ones, must not
+    /// bring a file back.
     high: Arc<Mutex<i64>>,
     allocator: Mutex<Option<Allocator>>,
 }
@@ -150,7 +151,10 @@ impl SegmentQueue {
                         offset = offset.max(newer);
                     }
                     let high = high.lock();
-                    if offset <= *high {
+                    // Only the segment right after the newest listed one: a
+                    // request older than a deletion or a truncation names
+                    // an offset that is no longer next.
+                    if offset != *high + size as i64 {
                         continue;
                     }
                     let path = dir.join(segment_name(offset));
@@ -300,6 +304,71 @@ impl SegmentQueue {
             tracing::warn!(path = %path.display(), "deleted CommitLog segment beyond the valid tail");
         }
         Ok(n)
+    }
+
+    /// Cuts the log at `offset` while readers may be reading it: the segment
+    /// holding `offset` is replaced by a copy of its bytes below it
+    /// ([`MappedFile::rewrite_prefix`]; readers holding the old one keep
+    /// their bytes), every later segment and the one made ahead of need are
+    /// deleted. `offset` at the end of a full last segment cuts nothing.
+    /// The caller holds the put lock (no append meanwhile) and checked that
+    /// `offset` is a record boundary within `[min, max]`.
+    pub fn truncate_to(&self, offset: i64) -> Result<()> {
+        let size = self.segment_size as i64;
+        let mut high = self.high.lock();
+        // The allocator holds `high` while it creates a file, so none is in
+        // the making; the prepared one lies past every listed segment.
+        if let Some(p) = self.prepared.lock().take() {
+            let path = p.path().to_owned();
+            drop(p);
+            std::fs::remove_file(&path)
+                .map_err(|e| StoreError::io(format!("delete {}", path.display()), e))?;
+        }
+        let holding = self
+            .snapshot()
+            .into_iter()
+            .find(|s| s.file_from_offset() <= offset && offset < s.file_from_offset() + size);
+        if let Some(seg) = holding {
+            let keep = usize::try_from(offset - seg.file_from_offset()).unwrap_or(0);
+            let fresh = Arc::new(seg.rewrite_prefix(keep).map_err(|e| {
+                StoreError::io(
+                    format!("truncate {} to {keep} bytes", seg.path().display()),
+                    e,
+                )
+            })?);
+            let mut segs = self.segments.write();
+            if let Some(slot) = segs
+                .iter_mut()
+                .find(|s| s.file_from_offset() == seg.file_from_offset())
+            {
+                *slot = fresh;
+            }
+        }
+        let removed: Vec<Arc<MappedFile>> = {
+            let mut segs = self.segments.write();
+            // The segment holding `offset` stays (empty when `offset` is
+            // its start).
+            let keep = segs
+                .iter()
+                .take_while(|s| s.file_from_offset() <= offset)
+                .count();
+            segs.drain(keep..).collect()
+        };
+        for seg in removed {
+            let path = seg.path().to_owned();
+            drop(seg);
+            std::fs::remove_file(&path).map_err(|e| {
+                StoreError::io(format!("delete truncated segment {}", path.display()), e)
+            })?;
+            tracing::info!(path = %path.display(), offset, "deleted a CommitLog segment past the truncation point");
+        }
+        crate::root::sync_dir(&self.dir)?;
+        *high = self
+            .segments
+            .read()
+            .last()
+            .map_or(-1, |s| s.file_from_offset());
+        Ok(())
     }
 
     /// Removes the oldest segment from the list (retention) and deletes its

@@ -308,3 +308,51 @@ fn replicated_chunks_land_at_the_masters_offsets() {
     assert_eq!(late.min_offset(), 2 * 64 * 1024);
     assert_eq!(late.max_offset(), 2 * 64 * 1024 + 3);
 }
+
+/// A runtime cut: only record boundaries, later segments gone, a reader's
+/// slice of the cut bytes intact, appends continue at the cut, a reopen
+/// finds the same tail.
+#[test]
+fn truncate_to_cuts_at_records_while_readers_hold_the_old_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path(), 4096);
+    let (log, _) = open(&c, false);
+    let mut ends = Vec::new();
+    for i in 0..40u8 {
+        ends.push(log.append(&msg("T", 0, &[i; 200])).unwrap());
+    }
+    assert!(log.segments().snapshot().len() > 2);
+    let cut = &ends[5];
+    let held = log.select(cut.phy_offset, cut.size as usize).unwrap();
+    assert!(matches!(
+        log.truncate_to(cut.phy_offset + 1),
+        Err(StoreError::NotRecordBoundary { record_start, .. }) if record_start == cut.phy_offset
+    ));
+    assert!(matches!(
+        log.truncate_to(log.max_offset() + 1),
+        Err(StoreError::TruncateOutOfRange { .. })
+    ));
+    log.truncate_to(cut.phy_offset).unwrap();
+    assert_eq!(log.max_offset(), cut.phy_offset);
+    assert_eq!(log.segments().snapshot().len(), 1);
+    assert!(log.select(cut.phy_offset, 8).is_none());
+    assert_eq!(
+        RecordView::parse(held.bytes(), true).unwrap().body(),
+        &[5u8; 200]
+    );
+    let again = log.append(&msg("T", 0, b"after")).unwrap();
+    assert_eq!(again.phy_offset, cut.phy_offset);
+    let tail = log.max_offset();
+    drop((held, log));
+    let (log, report) = open(&c, false);
+    assert_eq!(report.tail, tail);
+    assert_eq!(log.segments().snapshot().len(), 1);
+    // A cut at a segment start keeps that segment, empty.
+    for i in 0..30u8 {
+        log.append(&msg("T", 0, &[i; 200])).unwrap();
+    }
+    log.truncate_to(4096).unwrap();
+    assert_eq!(log.max_offset(), 4096);
+    assert_eq!(log.whole_records_end(0), 4096);
+    assert_eq!(log.append(&msg("T", 0, b"x")).unwrap().phy_offset, 4096);
+}

@@ -120,6 +120,16 @@ impl IndexService {
         Ok(())
     }
 
+    /// The CommitLog was cut at `offset`: records appended there later are
+    /// new and must be indexed (entries of the cut ones stay; a query
+    /// re-reads each hit and drops one whose record no longer matches).
+    pub fn rewind(&self, offset: i64) {
+        let mut w = self.writer.lock();
+        if w.last_indexed.is_some_and(|last| last >= offset) {
+            w.last_indexed = Some(offset - 1);
+        }
+    }
+
     /// The newest file if it has room, else a new one.
     fn writable_file(&self, w: &mut Writer) -> Result<Arc<IndexFile>, IndexError> {
         if let Some(f) = self.files.read().last() {
