@@ -311,6 +311,7 @@ impl Broker {
             request_modes,
             role: Arc::new(crate::role::RoleState::new(initial_role)),
             replicas: Arc::default(),
+            in_sync: Arc::default(),
         });
         let duties = Arc::new(crate::duties::Duties::default());
         if !slave && !controller_mode {
@@ -381,7 +382,7 @@ impl Broker {
             let _ = ctx.registrar.set(r.downgrade());
         }
         if controller_mode {
-            crate::replicas::start(&ctx, &duties, registrar.as_ref(), &cancel, &tracker)?;
+            crate::replicas::start(&ctx, &duties, registrar.as_ref(), &cancel, &tracker).await?;
         } else if slave {
             start_ha_slave(&ctx, registrar.as_ref(), &cancel, &tracker);
         }

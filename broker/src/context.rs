@@ -88,4 +88,7 @@ pub struct BrokerContext {
     pub role: Arc<crate::role::RoleState>,
     /// Controller mode's manager, when `enableControllerMode`.
     pub replicas: Arc<std::sync::OnceLock<Arc<crate::replicas::ReplicasManager>>>,
+    /// In controller mode, on the master: its SyncStateSet bookkeeping
+    /// (allAckInSyncStateSet sends wait on it).
+    pub in_sync: Arc<parking_lot::RwLock<Option<Arc<crate::ha::switch_sync::InSync>>>>,
 }

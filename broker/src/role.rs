@@ -16,6 +16,9 @@ pub struct Role {
     pub role: BrokerRole,
     /// The id the NameServers see: 0 on a master, else the slave's id.
     pub broker_id: i64,
+    /// In controller mode, the id the controller gave this broker (-1
+    /// before it has one, and without controller mode).
+    pub controller_id: i64,
     /// In controller mode: the master epoch this role belongs to (0
     /// before the controller names a master, and without controller mode).
     pub master_epoch: i32,
@@ -37,6 +40,7 @@ impl Role {
         Self {
             role,
             broker_id,
+            controller_id: -1,
             master_epoch: 0,
             fenced: false,
             sync_state_set: BTreeSet::new(),

@@ -42,6 +42,8 @@ pub(crate) struct SendPath {
     pub rocketmq: Arc<crate::metrics::RocketmqMeters>,
     /// Master or slave now.
     pub role: Arc<crate::role::RoleState>,
+    /// Controller mode, on the master: the SyncStateSet's acks.
+    pub in_sync: Arc<parking_lot::RwLock<Option<Arc<crate::ha::switch_sync::InSync>>>>,
 }
 
 /// What the pull path reaches: PULL_MESSAGE and LITE_PULL_MESSAGE.
@@ -233,6 +235,7 @@ impl Parts {
                 transactions: Arc::clone(&ctx.transactions),
                 rocketmq: Arc::clone(&ctx.rocketmq),
                 role: Arc::clone(&ctx.role),
+                in_sync: Arc::clone(&ctx.in_sync),
             }),
             pull: Arc::new(PullPath {
                 settings: Arc::clone(&settings),

@@ -180,6 +180,24 @@ pub(crate) async fn send(
     let replicate = path.role.broker_role() == crate::ha::BrokerRole::SyncMaster
         && messages.first().is_some_and(rmq_store::wants_wait);
     let slave_timeout = std::time::Duration::from_millis(path.settings.broker.slave_timeout_ms);
+    // Controller mode: the SyncStateSet decides (allAckInSyncStateSet:
+    // every member has the bytes; otherwise the master answers alone).
+    let in_sync = path.in_sync.read().clone();
+    let controller = &path.settings.broker.controller;
+    if let Some(s) = in_sync.as_ref().filter(|_| replicate) {
+        if s.in_sync_replicas() < controller.min_in_sync_replicas {
+            return Err(Refusal::new(
+                ResponseCode::SystemError,
+                format!(
+                    "in-sync replicas not enough: {} of minInSyncReplicas {}",
+                    s.in_sync_replicas(),
+                    controller.min_in_sync_replicas
+                ),
+            ));
+        }
+    }
+    let all_ack = in_sync.filter(|_| replicate && controller.all_ack_in_sync_state_set);
+    let replicate = replicate && !controller.enable_controller_mode;
     let putting = path
         .rocketmq
         .rpc
@@ -187,7 +205,9 @@ pub(crate) async fn send(
     let (result, replica) = path
         .store
         .put_async_with(&messages, |end| async move {
-            if replicate {
+            if let Some(s) = all_ack {
+                Some(s.wait_all_ack(end, slave_timeout).await)
+            } else if replicate {
                 Some(path.ha_acks.wait(end, slave_timeout).await)
             } else {
                 None

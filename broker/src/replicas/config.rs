@@ -38,6 +38,19 @@ pub struct ControllerModeConfig {
     pub send_heartbeat_timeout_ms: u64,
     /// Among equally caught-up replicas, the lowest priority is elected.
     pub broker_election_priority: i32,
+    /// A send is answered once every member of the SyncStateSet has it,
+    /// and consumers see only what every member has (the confirm offset);
+    /// off (Java's default), the master answers alone.
+    pub all_ack_in_sync_state_set: bool,
+    /// A slave behind the master this long leaves the SyncStateSet, ms.
+    #[serde(rename = "haMaxTimeSlaveNotCatchup")]
+    pub ha_max_time_slave_not_catchup_ms: u64,
+    /// Consumers read past the confirm offset.
+    #[serde(rename = "readUnCommitted")]
+    pub read_uncommitted: bool,
+    /// A master with fewer in-sync replicas refuses sends that wait for
+    /// replicas ("in-sync replicas not enough").
+    pub min_in_sync_replicas: usize,
 }
 
 impl Default for ControllerModeConfig {
@@ -53,6 +66,10 @@ impl Default for ControllerModeConfig {
             broker_heartbeat_interval_ms: 1_000,
             send_heartbeat_timeout_ms: 1_000,
             broker_election_priority: i32::MAX,
+            all_ack_in_sync_state_set: false,
+            ha_max_time_slave_not_catchup_ms: 15_000,
+            read_uncommitted: false,
+            min_in_sync_replicas: 1,
         }
     }
 }
@@ -112,6 +129,10 @@ impl ControllerModeConfig {
             ),
             ("brokerHeartbeatInterval", self.broker_heartbeat_interval_ms),
             ("sendHeartbeatTimeoutMillis", self.send_heartbeat_timeout_ms),
+            (
+                "haMaxTimeSlaveNotCatchup",
+                self.ha_max_time_slave_not_catchup_ms,
+            ),
         ] {
             if v == 0 {
                 return Err(ConfigError::new(key, "must be above 0 ms"));

@@ -46,6 +46,13 @@ pub trait ReplicaHost: Send + Sync + 'static {
 
     /// On a master: the set and epoch the controller accepted.
     fn sync_state_set_accepted(&self, set: BTreeSet<i64>, epoch: i32);
+
+    /// On a master: the controller refused the proposed set.
+    fn sync_state_set_refused(&self);
+
+    /// On a master, every `checkSyncStateSetPeriod`: drop slaves that fell
+    /// behind (the change arrives through the proposed set).
+    fn check_sync_state_set(&self);
 }
 
 /// Where the start-up has got to (for logs, metrics and rmq-admin).
@@ -161,12 +168,14 @@ impl ReplicasManager {
         let mut poll = interval(self.cfg.sync_broker_metadata_period_ms);
         let mut leader = interval(self.cfg.sync_controller_metadata_period_ms);
         let mut proposed = self.host.proposed_sync_state_set();
+        let mut check = interval(self.cfg.check_sync_state_set_period_ms);
         loop {
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => break,
                 Some(info) = notices.recv() => self.adopt(id, info).await,
                 _ = poll.tick() => self.poll(id).await,
+                _ = check.tick() => self.host.check_sync_state_set(),
                 _ = leader.tick() => {
                     if let Err(e) = self.controllers.find_leader().await {
                         tracing::warn!(error = %e, "controller leader unknown");
@@ -365,6 +374,7 @@ impl ReplicasManager {
             Role {
                 role: BrokerRole::SyncMaster,
                 broker_id: 0,
+                controller_id: id,
                 master_epoch: info.master_epoch,
                 fenced: false,
                 sync_state_set: info.sync_state_set,
@@ -375,6 +385,7 @@ impl ReplicasManager {
             Role {
                 role: BrokerRole::Slave,
                 broker_id: id,
+                controller_id: id,
                 master_epoch: info.master_epoch,
                 fenced: false,
                 sync_state_set: BTreeSet::new(),
@@ -412,7 +423,10 @@ impl ReplicasManager {
                 tracing::info!(?accepted, epoch, "SyncStateSet changed");
                 self.host.sync_state_set_accepted(accepted, epoch);
             }
-            Err(e) => tracing::warn!(?set, error = %e, "SyncStateSet change refused"),
+            Err(e) => {
+                tracing::warn!(?set, error = %e, "SyncStateSet change refused");
+                self.host.sync_state_set_refused();
+            }
         }
     }
 }

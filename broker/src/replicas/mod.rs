@@ -26,6 +26,9 @@ pub use manager::{Phase, ReplicaHost, ReplicasManager};
 use crate::context::BrokerContext;
 use crate::duties::Duties;
 use crate::error::BrokerError;
+use crate::ha::switch_master::{SwitchMaster, SwitchMasterShared};
+use crate::ha::switch_slave::{SwitchSlave, SwitchSlaveConfig};
+use crate::ha::switch_sync::{InSync, InSyncSettings};
 use crate::role::Role;
 
 /// How long a role change waits for the NameServers to have the new role.
@@ -34,8 +37,10 @@ const REGISTER_WAIT: Duration = Duration::from_secs(3);
 /// master the controller named (the master may register after it).
 const NAMED_MASTER_POLL: Duration = Duration::from_millis(500);
 
-/// Starts the manager of a broker in controller mode.
-pub fn start(
+/// Starts the manager of a broker in controller mode, with the HA port
+/// bound (it is taken by the auto-switch master link whenever this broker
+/// is master, and registered as `haServerAddr` all along).
+pub async fn start(
     ctx: &Arc<BrokerContext>,
     duties: &Arc<Duties>,
     registrar: Option<&BrokerRegistrar>,
@@ -52,11 +57,25 @@ pub fn start(
     let files = identity::IdentityFiles::new(std::path::Path::new(
         &ctx.settings.store.store_path_root_dir,
     ));
+    let listener = bind_ha(ctx).await?;
+    let ha_addr = listener.local_addr().map_err(|source| BrokerError::Bind {
+        addr: "HA port".into(),
+        source,
+    })?;
+    let _ = ctx.ha_addr.set(ha_addr);
+    let (proposed, _) = watch::channel(BTreeSet::new());
     let host = Arc::new(BrokerHost {
         ctx: Arc::downgrade(ctx),
         duties: Arc::clone(duties),
         named_master: registrar.map(BrokerRegistrar::master),
-        slave_scope: parking_lot::Mutex::new(None),
+        links: tokio::sync::Mutex::new(Links {
+            listener: Some(listener),
+            master: None,
+            slave: None,
+            scope: None,
+        }),
+        ha_addr,
+        proposed,
         cancel: cancel.clone(),
         tracker: tracker.clone(),
     });
@@ -77,34 +96,166 @@ pub fn start(
     Ok(())
 }
 
+/// The HA port: `brokerIP2:haListenPort` (0: listenPort + 1, or a free
+/// port when listenPort is 0).
+async fn bind_ha(ctx: &BrokerContext) -> Result<tokio::net::TcpListener, BrokerError> {
+    let b = &ctx.settings.broker;
+    let port = match u16::try_from(b.ha_listen_port) {
+        Ok(0) if b.listen_port == 0 => 0,
+        Ok(0) => ctx.store_host.port().saturating_add(1),
+        Ok(p) => p,
+        Err(_) => {
+            return Err(BrokerError::Config(rmq_common::ConfigError::new(
+                "haListenPort",
+                "controller mode replicates over the HA port: -1 is not allowed",
+            )))
+        }
+    };
+    let addr = format!("{}:{port}", b.ha_ip());
+    tokio::net::TcpListener::bind(&addr)
+        .await
+        .map_err(|source| BrokerError::Bind {
+            addr: format!("{addr} (HA port)"),
+            source,
+        })
+}
+
+/// The replication links of the role now.
+struct Links {
+    /// The HA port while no master link holds it.
+    listener: Option<tokio::net::TcpListener>,
+    /// On a master: its link and in-sync bookkeeping.
+    master: Option<(SwitchMaster, Arc<InSync>)>,
+    /// On a slave: its link.
+    slave: Option<SwitchSlave>,
+    /// Tasks of the role now (the slave's metadata copy, the master's
+    /// forwarding of SyncStateSet proposals), ended by a change.
+    scope: Option<CancellationToken>,
+}
+
 /// What a role change does to this broker.
 pub struct BrokerHost {
     ctx: Weak<BrokerContext>,
     duties: Arc<Duties>,
     named_master: Option<watch::Receiver<Option<rmq_namesrv::register::MasterInfo>>>,
-    slave_scope: parking_lot::Mutex<Option<CancellationToken>>,
+    links: tokio::sync::Mutex<Links>,
+    ha_addr: std::net::SocketAddr,
+    proposed: watch::Sender<BTreeSet<i64>>,
     cancel: CancellationToken,
     tracker: TaskTracker,
 }
 
+/// How long becoming master may wait for dispatch to catch up.
+const BECOME_MASTER_WAIT: Duration = Duration::from_secs(30);
+
 impl BrokerHost {
-    /// Stops the slave's tasks, if it has any.
-    fn end_slave_scope(&self) {
-        if let Some(scope) = self.slave_scope.lock().take() {
+    /// Ends the links and tasks of the role now.
+    async fn end_links(&self, links: &mut Links) {
+        if let Some(scope) = links.scope.take() {
             scope.cancel();
+        }
+        if let Some(slave) = links.slave.take() {
+            slave.stop().await;
+        }
+        if let Some((master, _)) = links.master.take() {
+            master.stop().await;
+        }
+        if let Some(ctx) = self.ctx.upgrade() {
+            *ctx.in_sync.write() = None;
         }
     }
 
-    /// Starts the slave's tasks (the metadata copy from the master the
-    /// NameServers name) under a scope a later change ends.
-    fn start_slave_scope(&self, ctx: &Arc<BrokerContext>, to: &Role) {
-        self.end_slave_scope();
+    async fn to_master(&self, ctx: &Arc<BrokerContext>, to: &Role) -> Result<(), String> {
+        let mut links = self.links.lock().await;
+        let was_master = links.master.is_some();
+        if !was_master {
+            self.end_links(&mut links).await;
+        }
+        let store = Arc::clone(&ctx.store);
+        let epoch = to.master_epoch;
+        tokio::task::spawn_blocking(move || store.become_master(epoch, BECOME_MASTER_WAIT))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("the store cannot become master of epoch {epoch}: {e}"))?;
+        if let Some((_, in_sync)) = &links.master {
+            in_sync.adopt(to.sync_state_set.clone(), to.sync_state_set_epoch);
+            return Ok(());
+        }
+        let cfg = &ctx.settings.broker.controller;
+        let in_sync = Arc::new(InSync::new(
+            Arc::clone(&ctx.store),
+            Arc::new(rmq_common::time::SystemClock),
+            InSyncSettings {
+                local_id: to.controller_id,
+                max_not_caught_up: Duration::from_millis(cfg.ha_max_time_slave_not_catchup_ms),
+                all_ack: cfg.all_ack_in_sync_state_set,
+                read_uncommitted: cfg.read_uncommitted,
+            },
+        ));
+        in_sync.adopt(to.sync_state_set.clone(), to.sync_state_set_epoch);
+        let listener = match links.listener.take() {
+            Some(l) => l,
+            None => tokio::net::TcpListener::bind(self.ha_addr)
+                .await
+                .map_err(|e| format!("HA port {}: {e}", self.ha_addr))?,
+        };
+        let master = SwitchMaster::start(
+            listener,
+            SwitchMasterShared {
+                store: Arc::clone(&ctx.store),
+                in_sync: Arc::clone(&in_sync),
+                settings: ctx.settings.broker.ha_settings(),
+                tls: ctx.tls_server.clone(),
+            },
+        )
+        .map_err(|e| format!("HA link: {e}"))?;
+        // The HA links' proposals go to the manager.
         let scope = self.cancel.child_token();
-        *self.slave_scope.lock() = Some(scope.clone());
+        let mut rx = in_sync.subscribe();
+        let tx = self.proposed.clone();
+        let stop = scope.clone();
+        self.tracker.spawn(async move {
+            loop {
+                let set = rx.borrow_and_update().clone();
+                tx.send_replace(set);
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => return,
+                    r = rx.changed() => if r.is_err() { return },
+                }
+            }
+        });
+        *ctx.in_sync.write() = Some(Arc::clone(&in_sync));
+        links.master = Some((master, in_sync));
+        links.scope = Some(scope);
+        Ok(())
+    }
+
+    async fn to_slave(&self, ctx: &Arc<BrokerContext>, to: &Role) {
+        let mut links = self.links.lock().await;
+        self.end_links(&mut links).await;
+        let scope = self.cancel.child_token();
+        links.scope = Some(scope.clone());
         let Some(named) = self.named_master.clone() else {
             tracing::error!("a slave without a NameServer cannot learn its master's HA address");
             return;
         };
+        // The master's HA address: the NameServers' answer, once it names
+        // the master the controller named.
+        let want = to.master_addr.clone();
+        let (ha_tx, ha_rx) = watch::channel(None);
+        let cfg = &ctx.settings.broker.controller;
+        links.slave = Some(SwitchSlave::start(
+            Arc::clone(&ctx.store),
+            ha_rx,
+            SwitchSlaveConfig {
+                broker_id: to.controller_id,
+                settings: ctx.settings.broker.ha_settings(),
+                read_uncommitted: cfg.read_uncommitted,
+                retry_after: Duration::from_secs(2),
+                tls: ctx.connector.tls().cloned(),
+            },
+        ));
         let tables = crate::ha::sync::SlaveTables {
             connector: ctx.connector.clone(),
             topics: Arc::clone(&ctx.topics),
@@ -115,26 +266,31 @@ impl BrokerHost {
         };
         self.tracker
             .spawn(crate::ha::sync::run(tables, named.clone(), scope.clone()));
-        // Until the NameServers name the master the controller named, ask
-        // them again (it may register after this broker).
-        let want = to.master_addr.clone();
         let registrar = ctx.registrar.get().cloned();
         self.tracker.spawn(async move {
             let mut named = named;
             loop {
-                let now = named
-                    .borrow_and_update()
-                    .as_ref()
-                    .map(|m| m.broker_addr.clone());
-                if now.is_some() && now == want {
-                    return;
-                }
-                if let Some(r) = &registrar {
-                    r.sync(REGISTER_WAIT).await;
+                let now = named.borrow_and_update().clone();
+                match now.filter(|m| Some(&m.broker_addr) == want.as_ref()) {
+                    Some(m) => {
+                        ha_tx.send_if_modified(|old| {
+                            let changed = old.as_deref() != Some(m.ha_addr.as_str());
+                            *old = Some(m.ha_addr.clone());
+                            changed
+                        });
+                    }
+                    None => {
+                        // The master may register after this broker: ask
+                        // the NameServers again.
+                        if let Some(r) = &registrar {
+                            r.sync(REGISTER_WAIT).await;
+                        }
+                    }
                 }
                 tokio::select! {
                     biased;
                     () = scope.cancelled() => return,
+                    _ = named.changed() => {}
                     () = tokio::time::sleep(NAMED_MASTER_POLL) => {}
                 }
             }
@@ -147,8 +303,12 @@ impl ReplicaHost for BrokerHost {
         let Some(ctx) = self.ctx.upgrade() else {
             return (-1, 0, 0);
         };
-        let max = ctx.store.max_phy_offset();
-        (-1, max, max)
+        let store = &ctx.store;
+        (
+            store.last_epoch(),
+            store.max_phy_offset(),
+            store.confirm_offset(),
+        )
     }
 
     fn change_role(&self, to: Role) -> BoxFuture<'_, ()> {
@@ -160,10 +320,14 @@ impl ReplicaHost for BrokerHost {
                 self.duties.as_slave().await;
                 ctx.store.set_replica_only();
                 ctx.role.set(to.clone());
-                self.start_slave_scope(&ctx, &to);
+                self.to_slave(&ctx, &to).await;
             } else {
-                self.end_slave_scope();
-                ctx.store.set_writable();
+                if let Err(e) = self.to_master(&ctx, &to).await {
+                    // Writes stay refused: better no master than one that
+                    // cannot keep its log.
+                    tracing::error!(error = %e, "cannot become master");
+                    return;
+                }
                 ctx.role.set(to.clone());
                 if let Err(e) = self.duties.as_master(&ctx).await {
                     tracing::error!(error = %e, "master services did not start");
@@ -186,17 +350,37 @@ impl ReplicaHost for BrokerHost {
     }
 
     fn proposed_sync_state_set(&self) -> Option<watch::Receiver<BTreeSet<i64>>> {
-        None
+        Some(self.proposed.subscribe())
     }
 
     fn sync_state_set_accepted(&self, set: BTreeSet<i64>, epoch: i32) {
+        let Some(ctx) = self.ctx.upgrade() else {
+            return;
+        };
+        if let Some(in_sync) = ctx.in_sync.read().clone() {
+            in_sync.adopt(set.clone(), epoch);
+        }
+        ctx.role.update(|r| {
+            if epoch > r.sync_state_set_epoch {
+                r.sync_state_set = set;
+                r.sync_state_set_epoch = epoch;
+            }
+        });
+    }
+
+    fn sync_state_set_refused(&self) {
         if let Some(ctx) = self.ctx.upgrade() {
-            ctx.role.update(|r| {
-                if epoch > r.sync_state_set_epoch {
-                    r.sync_state_set = set;
-                    r.sync_state_set_epoch = epoch;
-                }
-            });
+            if let Some(in_sync) = ctx.in_sync.read().clone() {
+                in_sync.proposal_refused();
+            }
+        }
+    }
+
+    fn check_sync_state_set(&self) {
+        if let Some(ctx) = self.ctx.upgrade() {
+            if let Some(in_sync) = ctx.in_sync.read().clone() {
+                in_sync.shrink_check();
+            }
         }
     }
 }

@@ -41,7 +41,6 @@ async fn controller(dir: &Path) -> Controller {
         dir.to_path_buf(),
     );
     settings.scan_interval_ms = 200;
-    settings.elect_unclean_master = true; // TEMP until HA links report the SyncStateSet
     let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
     let handle = ControllerServer::start(listener, settings, cancel.clone(), tracker.clone())
         .await
@@ -66,6 +65,11 @@ fn settings(root: &Path, backend: CqBackend, ns: &str, ctl: &str) -> Settings {
     c.broker_heartbeat_interval_ms = 200;
     c.controller_heartbeat_timeout_ms = 3_000;
     c.sync_broker_metadata_period_ms = 500;
+    c.check_sync_state_set_period_ms = 500;
+    c.all_ack_in_sync_state_set = true;
+    s.broker.ha_send_heartbeat_interval_ms = 500;
+    s.broker.ha_housekeeping_interval_ms = 5_000;
+    s.store.flush_disk_type = rmq_common::FlushDiskType::SyncFlush;
     s
 }
 
@@ -95,7 +99,7 @@ fn identity(root: &Path) -> String {
 /// Creates `topic` on the master at `master` (UPDATE_AND_CREATE_TOPIC, which
 /// registers it with the NameServer before answering) and sends to it
 /// through the NameServer's route.
-async fn send_ok(ns: std::net::SocketAddr, master: std::net::SocketAddr, topic: &str) {
+async fn send_ok(ns: std::net::SocketAddr, master: std::net::SocketAddr, topic: &str, n: usize) {
     let admin = rmq_client::RemotingClient::connect(master).await.unwrap();
     let create = rmq_client::request(
         rmq_common::remoting::RequestCode::UpdateAndCreateTopic,
@@ -121,8 +125,28 @@ async fn send_ok(ns: std::net::SocketAddr, master: std::net::SocketAddr, topic: 
         keys: vec![],
         properties: vec![],
     };
-    let sent = producer.send(topic, msg).await.expect("send to the master");
-    assert_eq!(sent.broker_name, SET);
+    for _ in 0..n {
+        let sent = producer
+            .send(topic, msg.clone())
+            .await
+            .expect("send to the master");
+        assert_eq!(sent.broker_name, SET);
+    }
+}
+
+/// Messages `b` holds in `topic`'s two queues, once its dispatch reached
+/// `want` (bounded; the count then is what it holds).
+async fn held(b: &Broker, topic: &str, want: i64) -> i64 {
+    let count = || -> i64 {
+        (0..2)
+            .map(|q| b.context().store.max_offset_in_queue(topic, q).unwrap_or(0))
+            .sum()
+    };
+    let deadline = Instant::now() + WAIT;
+    while count() < want && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    count()
 }
 
 async fn roles_and_failover(backend: CqBackend) {
@@ -146,7 +170,21 @@ async fn roles_and_failover(backend: CqBackend) {
     assert_eq!(b.context().role.broker_id(), 2);
     // The slave refuses writes; the master takes them.
     assert!(b.context().store.is_replica_only());
-    send_ok(ns.ns.addr, a.addr(), "CtlTopic").await;
+    send_ok(ns.ns.addr, a.addr(), "CtlTopic", 20).await;
+    // The slave catches up and the master reports it in sync; from then
+    // on every send waits for it (allAckInSyncStateSet).
+    let deadline = Instant::now() + WAIT;
+    while !a.context().role.now().sync_state_set.contains(&2) {
+        assert!(
+            Instant::now() < deadline,
+            "slave never joined the SyncStateSet: {:?}",
+            a.context().role.now()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    send_ok(ns.ns.addr, a.addr(), "CtlTopic", 30).await;
+    let acked = held(&a, "CtlTopic", 50).await;
+    assert_eq!(acked, 50);
 
     let killed_at = Instant::now();
     a.halt().await;
@@ -170,7 +208,14 @@ async fn roles_and_failover(backend: CqBackend) {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    send_ok(ns.ns.addr, b.addr(), "CtlTopic2").await;
+    // Every acknowledged message is on the new master, and it takes more.
+    assert_eq!(
+        held(&b, "CtlTopic", acked).await,
+        acked,
+        "acknowledged messages missing"
+    );
+    send_ok(ns.ns.addr, b.addr(), "CtlTopic2", 5).await;
+    assert_eq!(b.context().store.last_epoch(), 2);
     eprintln!("controller_mode {backend:?}: slave elected master {elected_in:?} after the kill");
     assert!(
         elected_in < Duration::from_secs(5),

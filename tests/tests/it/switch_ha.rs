@@ -3,7 +3,6 @@
 //! it acknowledged, a slave whose log diverged truncates to the last shared
 //! epoch and then equals its master byte for byte (three stores), and a
 //! slave with no epoch in common retries without overwriting anything.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

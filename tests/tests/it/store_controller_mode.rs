@@ -2,7 +2,6 @@
 //! runtime truncation (reads, new puts, reopen), the confirm offset holding
 //! dispatch back (and persisted at checkpoint byte 32), and the epoch file
 //! following truncation and `become_master`.
-#![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
 
