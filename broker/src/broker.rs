@@ -531,6 +531,8 @@ async fn start_metrics(
     let sources = crate::sampler::Sources {
         settings: ctx.settings.clone(),
         role: Arc::clone(&ctx.role),
+        replicas: Arc::clone(&ctx.replicas),
+        in_sync: Arc::clone(&ctx.in_sync),
         runtime: Arc::clone(&ctx.runtime),
         rocketmq: Arc::clone(&ctx.rocketmq),
         store: Arc::clone(&ctx.store),

@@ -244,6 +244,26 @@ const HELP: &[(Kind, &str, &str)] = &[
         "Messages pulled yesterday (UTC).",
     ),
     (G, n::HA_SLAVES, "Slaves connected to this master."),
+    (
+        G,
+        n::HA_IS_MASTER,
+        "1 while this broker is a master taking writes, else 0.",
+    ),
+    (
+        G,
+        n::CONTROLLER_MASTER_EPOCH,
+        "Controller mode: the master epoch of this broker's role.",
+    ),
+    (
+        G,
+        n::CONTROLLER_SYNC_STATE_SET_SIZE,
+        "Controller mode: members of the SyncStateSet, on the master.",
+    ),
+    (
+        C,
+        n::CONTROLLER_ROLE_CHANGES_TOTAL,
+        "Controller mode: role changes this broker took.",
+    ),
     (G, n::HA_IN_SYNC_SLAVES, "Slaves in sync with this master."),
     (
         G,

@@ -133,6 +133,17 @@ pub mod names {
     pub const GET_MESSAGES_YESTERDAY: &str = "rmq_get_messages_yesterday";
     /// Slaves connected to this master.
     pub const HA_SLAVES: &str = "rmq_ha_slaves";
+    /// 1 while this broker is a master (taking writes), 0 as a slave or
+    /// fenced (controller mode: no master named yet).
+    pub const HA_IS_MASTER: &str = "rmq_ha_is_master";
+    /// Controller mode: the master epoch of this broker's role.
+    pub const CONTROLLER_MASTER_EPOCH: &str = "rmq_controller_master_epoch";
+    /// Controller mode, on the master: members of the SyncStateSet (the
+    /// master included).
+    pub const CONTROLLER_SYNC_STATE_SET_SIZE: &str = "rmq_controller_sync_state_set_size";
+    /// Controller mode: role changes this broker took (each follows an
+    /// election).
+    pub const CONTROLLER_ROLE_CHANGES_TOTAL: &str = "rmq_controller_role_changes_total";
     /// Slaves in sync (connected and less than haMaxGapNotInSync behind):
     /// what SYNC_MASTER sends wait on.
     pub const HA_IN_SYNC_SLAVES: &str = "rmq_ha_in_sync_slaves";

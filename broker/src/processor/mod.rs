@@ -367,6 +367,7 @@ async fn serve(
         R::GetBrokerRuntimeInfo(_) => runtime::runtime_info(&p.admin).await,
         R::UpdateBrokerConfig(_) => runtime::update_config(&p.admin, req),
         R::NotifyBrokerRoleChanged(_) => controller_mode::notify_role_changed(&p.admin, req),
+        R::GetBrokerEpochCache(_) => controller_mode::epoch_cache(&p.admin),
         R::UpdateAndCreateAclConfig(h) => acl_admin::update(&p.acl_admin, h).await,
         R::DeleteAclConfig(h) => acl_admin::delete(&p.acl_admin, h).await,
         R::UpdateGlobalWhiteAddrsConfig(h) => acl_admin::global_white(&p.acl_admin, h).await,

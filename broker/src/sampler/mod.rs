@@ -37,6 +37,10 @@ pub struct Sources {
     pub settings: Settings,
     /// Master or slave now.
     pub role: Arc<crate::role::RoleState>,
+    /// Controller mode's manager, once it runs.
+    pub replicas: Arc<std::sync::OnceLock<Arc<crate::replicas::ReplicasManager>>>,
+    /// Controller mode, on the master: the SyncStateSet's bookkeeping.
+    pub in_sync: Arc<parking_lot::RwLock<Option<Arc<crate::ha::switch_sync::InSync>>>>,
     /// Settings changed at run time (the broker's permission).
     pub runtime: Arc<crate::runtime_config::RuntimeConfig>,
     /// RocketMQ 5.x's recorded series (the processor watermarks).
@@ -265,7 +269,22 @@ impl Sampler {
     /// slave what it acknowledged and how far behind the CommitLog's end
     /// that is, in bytes and seconds.
     fn replication(&self) {
-        if self.ctx.role.is_slave() {
+        let role = self.ctx.role.now();
+        let master = !role.is_slave() && !role.fenced;
+        self.gauge(names::HA_IS_MASTER, if master { 1.0 } else { 0.0 });
+        if let Some(manager) = self.ctx.replicas.get() {
+            self.gauge(names::CONTROLLER_MASTER_EPOCH, f64::from(role.master_epoch));
+            let members = self
+                .ctx
+                .in_sync
+                .read()
+                .as_ref()
+                .map_or(0, |s| s.sync_state_set().len());
+            self.gauge(names::CONTROLLER_SYNC_STATE_SET_SIZE, members as f64);
+            metrics::counter!(names::CONTROLLER_ROLE_CHANGES_TOTAL, self.labels.clone())
+                .absolute(manager.role_changes());
+        }
+        if role.is_slave() {
             return;
         }
         let acks = &self.ctx.ha_acks;

@@ -138,6 +138,7 @@ requests! {
         UpdateBrokerConfig = 25, "UPDATE_BROKER_CONFIG", B, Plain, NoHeader, "only brokerPermission, longPollingEnable, shortPollingTimeMills, maxReconsumeTimes and storeReplyMessageEnable change at runtime; any other key refuses the whole update by name (Java records every key, most without effect until restart); kept in config/broker.runtime.properties";
         GetBrokerConfig = 26, "GET_BROKER_CONFIG", B, Plain, NoHeader, "this broker's own keys";
         GetBrokerRuntimeInfo = 28, "GET_BROKER_RUNTIME_INFO", B, Plain, NoHeader, "thread-pool queue keys are 0: requests are not queued in pools here";
+        GetBrokerEpochCache = 1007, "GET_BROKER_EPOCH_CACHE", B, Plain, NoHeader, "controller mode: the epoch file's entries (mqadmin getBrokerEpoch); SYSTEM_ERROR outside controller mode, as Java";
         NotifyBrokerRoleChanged = 1008, "NOTIFY_BROKER_ROLE_CHANGED", B, Plain, NoHeader, "controller mode: a controller's election result, acted on when its master epoch is newer than the broker's";
         SearchOffsetByTimestamp = 29, "SEARCH_OFFSET_BY_TIMESTAMP", B, Plain, SearchOffsetRequestHeader, "";
         GetMaxOffset = 30, "GET_MAX_OFFSET", B, Plain, QueueRequestHeader, "";
@@ -248,7 +249,6 @@ requests! {
         ExchangeBrokerHaInfo = 906, "EXCHANGE_BROKER_HA_INFO", No("controller and slave-acting-master modes are not supported: HA here is RocketMQ's master/slave replication"), Plain, "RocketMQ 5.x's code";
         GetBrokerHaStatus = 907, "GET_BROKER_HA_STATUS", No("not implemented yet"), Plain, "RocketMQ 5.x's code";
         ResetMasterFlushOffset = 908, "RESET_MASTER_FLUSH_OFFSET", No("not implemented yet"), Plain, "RocketMQ 5.x's code";
-        GetBrokerEpochCache = 1007, "GET_BROKER_EPOCH_CACHE", No("controller and slave-acting-master modes are not supported: HA here is RocketMQ's master/slave replication"), Plain, "RocketMQ 5.x's code";
         UpdateColdDataFlowCtrConfig = 2001, "UPDATE_COLD_DATA_FLOW_CTR_CONFIG", No("cold-read flow control is not implemented"), Plain, "RocketMQ 5.x's code";
         RemoveColdDataFlowCtrConfig = 2002, "REMOVE_COLD_DATA_FLOW_CTR_CONFIG", No("cold-read flow control is not implemented"), Plain, "RocketMQ 5.x's code";
         GetColdDataFlowCtrInfo = 2003, "GET_COLD_DATA_FLOW_CTR_INFO", No("cold-read flow control is not implemented"), Plain, "RocketMQ 5.x's code";
