@@ -8,7 +8,6 @@
 
 pub mod java;
 mod java_keys;
-mod properties;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -735,7 +734,7 @@ fn read_file(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
         _ => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| ConfigError::new("--config", format!("{}: {e}", path.display())))?;
-            return Ok(properties::parse(&text));
+            return Ok(rmq_common::properties::parse(&text));
         }
     };
     let built = config::Config::builder()
