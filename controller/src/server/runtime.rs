@@ -8,7 +8,9 @@
 //! Beyond Java (as the NameServer's UPDATE_NAMESRV_CONFIG here): a value
 //! that does not parse, and a key that cannot change while the replica
 //! runs (its peers, id, group, folders), are refused by name rather than
-//! taken without effect; the update is all or nothing. As Java, the
+//! taken without effect, and a refused update changes nothing (a failed
+//! write of the file is answered SYSTEM_ERROR; the change holds in
+//! memory). As Java, the
 //! written file is not read back at start: it is the settings' record,
 //! which an operator may use as the next `-c` file.
 
@@ -176,8 +178,8 @@ impl RuntimeConfig {
     }
 
     /// UPDATE_CONTROLLER_CONFIG: applies `body` (properties text) and
-    /// writes the settings to `configStorePath`; all of it or none.
-    /// Blocking (it writes a file).
+    /// writes the settings to `configStorePath`; a refused update changes
+    /// nothing. Blocking (it writes a file).
     pub fn update(&self, body: &str) -> Result<(), Refusal> {
         let pairs = rmq_common::properties::parse(body);
         if pairs.iter().any(|(k, _)| self.black_listed(k)) {
