@@ -49,6 +49,7 @@ pub struct Broker {
     fast_addr: Option<SocketAddr>,
     grpc_addr: Option<SocketAddr>,
     namesrv: Option<NameServerHandle>,
+    controller: Option<rmq_controller::server::ControllerHandle>,
     metrics_addr: Option<SocketAddr>,
     duties: Arc<crate::duties::Duties>,
     persister: Option<MetaPersister>,
@@ -148,6 +149,16 @@ impl Broker {
                 .await?,
             ),
             Err(_) => None,
+        };
+        // Apache's embedded controller runs beside a NameServer: here, the
+        // broker's embedded one.
+        let controller = match (&namesrv, settings.controller_config()?) {
+            (Some(_), Some(c)) => Some(crate::controller::start(&c, &cancel, &tracker).await?),
+            (None, Some(_)) => {
+                tracing::warn!("enableControllerInNamesrv without an embedded NameServer (namesrvListenPort=-1): no controller started");
+                None
+            }
+            (_, None) => None,
         };
 
         let store_config = settings.store.clone();
@@ -393,6 +404,7 @@ impl Broker {
             fast_addr,
             grpc_addr,
             namesrv,
+            controller,
             metrics_addr,
             duties,
             persister: Some(persister),
@@ -430,6 +442,12 @@ impl Broker {
     /// The embedded NameServer's address, if it runs.
     pub fn namesrv_addr(&self) -> Option<SocketAddr> {
         self.namesrv.as_ref().map(|n| n.addr)
+    }
+
+    /// The controller replica beside the embedded NameServer, if
+    /// `enableControllerInNamesrv`.
+    pub fn controller_addr(&self) -> Option<SocketAddr> {
+        self.controller.as_ref().map(|c| c.addr)
     }
 
     /// The NameServer registrar, if the broker has a NameServer.
@@ -658,10 +676,12 @@ fn register_body(
     }
 }
 
-/// A NameServer alone (`rmq-broker --namesrv-only`).
+/// A NameServer alone (`rmq-broker --namesrv-only`), with a controller
+/// replica beside it when `enableControllerInNamesrv`.
 #[derive(Debug)]
 pub struct StandaloneNameServer {
     handle: NameServerHandle,
+    controller: Option<rmq_controller::server::ControllerHandle>,
     cancel: CancellationToken,
     tracker: TaskTracker,
 }
@@ -677,6 +697,11 @@ impl StandaloneNameServer {
         &self.handle
     }
 
+    /// The controller replica beside it, if `enableControllerInNamesrv`.
+    pub fn controller(&self) -> Option<&rmq_controller::server::ControllerHandle> {
+        self.controller.as_ref()
+    }
+
     /// Stops it.
     pub async fn shutdown(self) {
         self.cancel.cancel();
@@ -685,8 +710,11 @@ impl StandaloneNameServer {
     }
 }
 
-/// Starts a NameServer on `brokerIP1:namesrvListenPort` only.
+/// Starts a NameServer on `brokerIP1:namesrvListenPort` only, and with
+/// `enableControllerInNamesrv` a controller replica on its own peer port
+/// (Apache's embedded controller).
 pub async fn run_namesrv_only(settings: &Settings) -> Result<StandaloneNameServer, BrokerError> {
+    let controller_config = settings.controller_config()?;
     let port = u16::try_from(settings.broker.namesrv_listen_port).unwrap_or(9876);
     let cancel = CancellationToken::new();
     let tracker = TaskTracker::new();
@@ -705,8 +733,13 @@ pub async fn run_namesrv_only(settings: &Settings) -> Result<StandaloneNameServe
         &tracker,
     )
     .await?;
+    let controller = match &controller_config {
+        Some(c) => Some(crate::controller::start(c, &cancel, &tracker).await?),
+        None => None,
+    };
     Ok(StandaloneNameServer {
         handle,
+        controller,
         cancel,
         tracker,
     })

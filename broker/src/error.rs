@@ -81,6 +81,13 @@ pub enum BrokerError {
         #[source]
         source: std::io::Error,
     },
+    /// The controller's keys cannot start a controller.
+    #[error(transparent)]
+    ControllerConfig(#[from] rmq_controller::config::ControllerConfigError),
+    /// The controller replica did not start (boxed: openraft's errors
+    /// are large).
+    #[error("controller: {0}")]
+    Controller(#[from] Box<rmq_controller::server::ServerError>),
     /// Registration with the NameServers failed at start.
     #[error("registration with the NameServer failed: {0}")]
     Register(#[source] RegisterError),

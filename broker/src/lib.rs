@@ -14,9 +14,13 @@
 //!   records; [`ha`]: master/slave replication and the slave's metadata copy.
 //! - [`metrics`]: the Prometheus recorder and names; [`sampler`]: the
 //!   gauges read from the broker's state.
+//! - [`controller`]: a controller replica (`rmq-controller`) started by
+//!   this process: standalone (`--controller-only`) or beside the
+//!   NameServer (`enableControllerInNamesrv`).
 //!
 //! Below it: `rmq-store` (the message store), `rmq-remoting` (the server,
-//! TLS and ACL), `rmq-namesrv` (the NameServer, embedded here), `rmq-client`
+//! TLS and ACL), `rmq-namesrv` (the NameServer, embedded here),
+//! `rmq-controller` (the controller, embedded or alone), `rmq-client`
 //! and `rmq-common`. `docs/architecture.md` draws the whole house.
 #![forbid(unsafe_code)]
 
@@ -26,6 +30,7 @@ pub mod broker;
 pub(crate) mod clients;
 pub mod config;
 pub mod context;
+pub mod controller;
 pub(crate) mod duties;
 pub mod error;
 pub(crate) mod grpc;

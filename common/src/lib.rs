@@ -23,6 +23,7 @@ pub mod message;
 pub mod meta_file;
 pub mod names;
 pub mod pop;
+pub mod properties;
 pub mod remoting;
 pub mod service;
 pub mod sql92;

@@ -11,9 +11,11 @@
 //!
 //! [`server`] puts a replica on the wire: RocketMQ's controller requests
 //! and the peers' Raft RPCs on one port, and the scan that re-elects a
-//! set whose master stopped heart-beating.
+//! set whose master stopped heart-beating; [`config`] reads Apache
+//! RocketMQ's controller keys into its settings.
 
 pub mod alive;
+pub mod config;
 pub mod elect;
 pub mod event;
 pub mod ops;

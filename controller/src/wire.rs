@@ -29,6 +29,10 @@ pub enum ControllerCode {
     GetMetadataInfo = 1005,
     /// `CONTROLLER_GET_SYNC_STATE_DATA`, from mqadmin.
     GetSyncStateData = 1006,
+    /// `UPDATE_CONTROLLER_CONFIG`, from mqadmin, answered by any replica.
+    UpdateControllerConfig = 1009,
+    /// `GET_CONTROLLER_CONFIG`, from mqadmin, answered by any replica.
+    GetControllerConfig = 1010,
     /// `CLEAN_BROKER_DATA`, from mqadmin.
     CleanBrokerData = 1011,
     /// `CONTROLLER_GET_NEXT_BROKER_ID`.
@@ -49,6 +53,8 @@ impl ControllerCode {
             1004 => C::GetReplicaInfo,
             1005 => C::GetMetadataInfo,
             1006 => C::GetSyncStateData,
+            1009 => C::UpdateControllerConfig,
+            1010 => C::GetControllerConfig,
             1011 => C::CleanBrokerData,
             1012 => C::GetNextBrokerId,
             1013 => C::ApplyBrokerId,
@@ -119,6 +125,13 @@ pub enum Request {
         /// The sets.
         broker_names: Vec<String>,
     },
+    /// An operator changes this replica's settings (properties text).
+    UpdateControllerConfig {
+        /// The body, `key=value` lines.
+        body: String,
+    },
+    /// An operator reads this replica's settings.
+    GetControllerConfig,
     /// An operator removes members or a set.
     CleanBrokerData {
         /// The set.
@@ -337,6 +350,10 @@ fn decode_known(code: ControllerCode, req: &RemotingCommand) -> Result<Request, 
                 broker_names: names,
             }
         }
+        C::UpdateControllerConfig => Request::UpdateControllerConfig {
+            body: String::from_utf8_lossy(req.body.as_deref().unwrap_or_default()).into_owned(),
+        },
+        C::GetControllerConfig => Request::GetControllerConfig,
         C::CleanBrokerData => Request::CleanBrokerData {
             broker_name: ext.req_str("brokerName").map_err(bad)?.to_owned(),
             ids: ext.get_str("brokerControllerIdsToClean").map(str::to_owned),

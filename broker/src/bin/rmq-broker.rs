@@ -1,5 +1,7 @@
-//! `rmq-broker`: runs a broker with its embedded NameServer, or a NameServer
-//! alone (`--namesrv-only`).
+//! `rmq-broker`: runs a broker with its embedded NameServer, a NameServer
+//! alone (`--namesrv-only`, with a controller beside it when the file says
+//! `enableControllerInNamesrv=true`), or a controller replica alone
+//! (`--controller-only`, Apache's `mqcontroller -c controller.conf`).
 
 use std::path::PathBuf;
 
@@ -25,13 +27,21 @@ struct Args {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Run only a NameServer on `namesrvListenPort`.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "controller_only")]
     namesrv_only: bool,
+    /// Run only a controller replica, configured by Apache RocketMQ's
+    /// controller keys (`controllerDLegerPeers`, `controllerDLegerSelfId`,
+    /// ...; other keys are ignored, as Apache's `mqcontroller` does).
+    #[arg(long)]
+    controller_only: bool,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if args.controller_only {
+        return run_controller(&args).await;
+    }
     let loaded = Settings::load(&Sources {
         file: args.config.as_deref(),
         env: std::env::vars().collect(),
@@ -48,6 +58,9 @@ async fn main() -> anyhow::Result<()> {
     if args.namesrv_only {
         let ns = rmq_broker::broker::run_namesrv_only(&settings).await?;
         println!("rmq NameServer listening on {}", ns.addr());
+        if let Some(c) = ns.controller() {
+            print_controller(c);
+        }
         wait_for_signal().await;
         ns.shutdown().await;
         return Ok(());
@@ -74,6 +87,38 @@ async fn main() -> anyhow::Result<()> {
     println!("shutting down");
     broker.shutdown().await;
     Ok(())
+}
+
+/// `--controller-only`: the replica the file and `--set` describe, until
+/// SIGTERM or Ctrl-C.
+async fn run_controller(args: &Args) -> anyhow::Result<()> {
+    let loaded = rmq_broker::controller::load(args.config.as_deref(), &args.set);
+    let directive = rmq_broker::logging::init_with("info");
+    let config = loaded.context("invalid controller configuration")?;
+    tracing::info!(log = %directive, "logging configured");
+    let controller = rmq_broker::controller::StandaloneController::start(&config)
+        .await
+        .context("controller failed to start")?;
+    print_controller(controller.handle());
+    wait_for_signal().await;
+    println!("shutting down");
+    controller.shutdown().await;
+    Ok(())
+}
+
+fn print_controller(c: &rmq_controller::server::ControllerHandle) {
+    let s = c.service().settings();
+    println!(
+        "rmq controller {} listening on {} (group {}, peers {})",
+        s.name_of(s.id),
+        c.addr,
+        s.group,
+        s.peers
+            .iter()
+            .map(|(id, addr)| format!("{}-{addr}", s.name_of(*id)))
+            .collect::<Vec<_>>()
+            .join(";"),
+    );
 }
 
 async fn wait_for_signal() {

@@ -8,7 +8,6 @@
 
 pub mod java;
 mod java_keys;
-mod properties;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -540,6 +539,10 @@ pub struct Settings {
     /// RocketMQ 5.3.3 keys that were given and that this broker does not
     /// use, by their 5.3.3 name, with the value as given (never parsed).
     pub unused: BTreeMap<String, String>,
+    /// The controller's keys (Apache's `ControllerConfig` and
+    /// `enableControllerInNamesrv`), by their Apache name, with the value
+    /// as given, in order; read by [`Settings::controller_config`].
+    pub controller: Vec<(String, String)>,
 }
 
 /// What a broker.conf key is to this broker.
@@ -586,7 +589,7 @@ impl Settings {
         };
         match resolve(&broker, &store, key) {
             Resolved::Broker(k) | Resolved::Store(k) => KeyUse::Ours(k),
-            Resolved::NotUsed(k) => KeyUse::NotUsed(k),
+            Resolved::NotUsed(k) | Resolved::Controller(k) => KeyUse::NotUsed(k),
             Resolved::Unknown => KeyUse::Unknown,
         }
     }
@@ -610,6 +613,28 @@ impl Settings {
             names.len(),
             names.join(", ")
         ))
+    }
+
+    /// The embedded controller's configuration when
+    /// `enableControllerInNamesrv` is true (Apache's NameServer reads the
+    /// same file into its `ControllerConfig`); `None` when it is not.
+    pub fn controller_config(
+        &self,
+    ) -> Result<
+        Option<rmq_controller::config::ControllerConfig>,
+        rmq_controller::config::ControllerConfigError,
+    > {
+        use rmq_controller::config::{parse_flag, ControllerConfig, ENABLE_IN_NAMESRV};
+        let enabled = self
+            .controller
+            .iter()
+            .rev()
+            .find(|(k, _)| k == ENABLE_IN_NAMESRV)
+            .map_or(Ok(false), |(_, v)| parse_flag(ENABLE_IN_NAMESRV, v))?;
+        if !enabled {
+            return Ok(None);
+        }
+        ControllerConfig::from_pairs(&self.controller, &crate::controller::home()).map(Some)
     }
 
     /// Loads and validates settings from `sources`.
@@ -641,6 +666,7 @@ impl Settings {
         let mut broker = to_object(&BrokerConfig::default())?;
         let mut store = to_object(&StoreConfig::default())?;
         let mut unused = BTreeMap::new();
+        let mut controller = Vec::new();
         // Our keys set under another name: errors about them name the key
         // as it was written.
         let mut written: BTreeMap<String, String> = BTreeMap::new();
@@ -649,7 +675,16 @@ impl Settings {
                 Resolved::Broker(field) => (&mut broker, field),
                 Resolved::Store(field) => (&mut store, field),
                 Resolved::NotUsed(java) => {
+                    // A key both Apache's broker and its controller have
+                    // (`configBlackList`) goes to both.
+                    if let Some(k) = controller_key(&key.to_ascii_lowercase()) {
+                        controller.push((k.to_owned(), value.clone()));
+                    }
                     unused.insert(java.to_owned(), value);
+                    continue;
+                }
+                Resolved::Controller(apache) => {
+                    controller.push((apache.to_owned(), value));
                     continue;
                 }
                 Resolved::Unknown => {
@@ -678,11 +713,17 @@ impl Settings {
         let store: StoreConfig = from_object(store).map_err(name)?;
         broker.validate().map_err(name)?;
         store.validate().map_err(name)?;
-        Ok(Self {
+        let settings = Self {
             broker,
             store,
             unused,
-        })
+            controller,
+        };
+        // A bad controller key fails the start, as a bad broker key does.
+        settings
+            .controller_config()
+            .map_err(|e| ConfigError::new(e.key(), e.to_string()))?;
+        Ok(settings)
     }
 }
 
@@ -694,6 +735,8 @@ enum Resolved {
     Store(String),
     /// A 5.3.3 key without behaviour here.
     NotUsed(&'static str),
+    /// A key of the controller (its Apache name).
+    Controller(&'static str),
     /// Neither.
     Unknown,
 }
@@ -711,10 +754,19 @@ fn resolve(broker: &Object, store: &Object, key: &str) -> Resolved {
     if let Some(k) = find_key(store, &lower) {
         return Resolved::Store(k);
     }
-    match java::java_key(key) {
-        Some(java) => Resolved::NotUsed(java),
-        None => Resolved::Unknown,
+    match (java::java_key(key), controller_key(&lower)) {
+        (Some(java), _) => Resolved::NotUsed(java),
+        (None, Some(k)) => Resolved::Controller(k),
+        (None, None) => Resolved::Unknown,
     }
+}
+
+/// The controller key `lower` names (Apache's spelling), if any.
+fn controller_key(lower: &str) -> Option<&'static str> {
+    rmq_controller::config::KEYS
+        .iter()
+        .find(|k| k.eq_ignore_ascii_case(lower))
+        .copied()
 }
 
 /// An error about a field that was set under another name names that name.
@@ -744,7 +796,7 @@ fn read_file(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
         _ => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| ConfigError::new("--config", format!("{}: {e}", path.display())))?;
-            return Ok(properties::parse(&text));
+            return Ok(rmq_common::properties::parse(&text));
         }
     };
     let built = config::Config::builder()

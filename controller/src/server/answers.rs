@@ -64,6 +64,21 @@ pub struct Metadata<'a> {
     pub is_leader: bool,
     /// Every replica's address by id.
     pub peers: &'a BTreeMap<NodeId, String>,
+    /// Every replica's name (`n0`) by id; an id missing here shows as its
+    /// number.
+    pub names: &'a BTreeMap<NodeId, String>,
+}
+
+impl Metadata<'_> {
+    fn name(&self, id: NodeId) -> String {
+        crate::server::settings::peer_name(self.names, id)
+    }
+}
+
+/// GET_CONTROLLER_CONFIG's answer: SUCCESS with the settings as
+/// `key=value` lines.
+pub fn config_text(text: String) -> RemotingCommand {
+    RemotingCommand::response(ResponseCode::Success, None).with_body(text.into_bytes())
 }
 
 /// CONTROLLER_GET_METADATA_INFO's answer (facts 3.8): `group`,
@@ -73,7 +88,7 @@ pub fn metadata(m: &Metadata<'_>) -> RemotingCommand {
     let mut resp = RemotingCommand::response(ResponseCode::Success, None);
     resp.put_ext("group", m.group);
     if let Some(leader) = m.leader {
-        resp.put_ext("controllerLeaderId", leader);
+        resp.put_ext("controllerLeaderId", m.name(leader));
         if let Some(addr) = m.peers.get(&leader) {
             resp.put_ext("controllerLeaderAddress", addr);
         }
@@ -82,7 +97,7 @@ pub fn metadata(m: &Metadata<'_>) -> RemotingCommand {
     let peers: String = m
         .peers
         .iter()
-        .map(|(id, addr)| format!("{id}:{addr};"))
+        .map(|(id, addr)| format!("{}:{addr};", m.name(*id)))
         .collect();
     resp.put_ext("peers", peers);
     resp

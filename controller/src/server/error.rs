@@ -8,6 +8,9 @@ pub enum ServerError {
     /// `peers` does not list this replica's own id.
     #[error("controller id {0} is not among the peers")]
     NotAPeer(NodeId),
+    /// The store folder is held by another replica, or cannot be locked.
+    #[error(transparent)]
+    Lock(#[from] crate::server::lock::LockError),
     /// The listener has no local address.
     #[error("listener address: {0}")]
     Listener(#[source] std::io::Error),

@@ -80,7 +80,7 @@ impl ControllerService {
             return resp;
         }
         let now_ms = self.now_ms();
-        let unclean = self.settings.elect_unclean_master;
+        let unclean = self.runtime.elect_unclean_master();
         match req {
             Request::NextBrokerId {
                 cluster,
@@ -125,8 +125,11 @@ impl ControllerService {
                 let d = self.decide_now(now_ms, |state, now| {
                     ops::elect_master(state, now, unclean, &broker_name, trigger)
                 });
-                self.commit(d, |e| wire::elected(&cluster, &broker_name, &e))
-                    .await
+                self.commit(d, |e| {
+                    self.after_election(&broker_name, &e);
+                    wire::elected(&cluster, &broker_name, &e)
+                })
+                .await
             }
             Request::AlterSyncStateSet(alter) => {
                 let d = self.decide_now(now_ms, |state, now| {
@@ -165,7 +168,10 @@ impl ControllerService {
                 self.commit(d, |()| answers::success()).await
             }
             // Answered by any replica before a request gets here.
-            Request::Heartbeat { .. } | Request::GetMetadataInfo => {
+            Request::Heartbeat { .. }
+            | Request::GetMetadataInfo
+            | Request::GetControllerConfig
+            | Request::UpdateControllerConfig { .. } => {
                 answers::system_error("not a leader request")
             }
         }

@@ -9,19 +9,27 @@ use futures::future::BoxFuture;
 use rmq_common::remoting::RemotingCommand;
 use rmq_remoting::{Connection, RequestHandler};
 
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
 use crate::alive::Liveness;
 use crate::raft::ControllerRaft;
 use crate::server::answers::{self, Metadata};
+use crate::server::notify::RoleNotifier;
 use crate::server::raft_rpc;
+use crate::server::runtime::RuntimeConfig;
 use crate::server::settings::ControllerSettings;
 use crate::wire::{self, Request};
 
-/// One controller replica: its Raft node, its broker liveness table, and
-/// the lock that lets the leader decide one request at a time.
+/// One controller replica: its Raft node, its broker liveness table, the
+/// lock that lets the leader decide one request at a time, the settings
+/// an operator may change while it runs, and the role change notifier.
 #[derive(Debug)]
 pub struct ControllerService {
     pub(super) raft: ControllerRaft,
     pub(super) settings: ControllerSettings,
+    pub(super) runtime: Arc<RuntimeConfig>,
+    pub(super) notifier: Arc<RoleNotifier>,
     pub(super) live: parking_lot::Mutex<Liveness>,
     /// Held from reading the state until the decision's event is applied,
     /// so no two decisions are made against the same state.
@@ -31,10 +39,18 @@ pub struct ControllerService {
 }
 
 impl ControllerService {
-    /// The service of the started Raft node `raft`.
-    pub fn new(raft: ControllerRaft, settings: ControllerSettings) -> Self {
+    /// The service of the started Raft node `raft`; its notifications are
+    /// sent by tasks of `tracker` that stop at `cancel`.
+    pub fn new(
+        raft: ControllerRaft,
+        settings: ControllerSettings,
+        cancel: CancellationToken,
+        tracker: TaskTracker,
+    ) -> Self {
         Self {
             raft,
+            runtime: Arc::new(RuntimeConfig::new(&settings)),
+            notifier: Arc::new(RoleNotifier::new(cancel, tracker)),
             settings,
             live: parking_lot::Mutex::new(Liveness::new()),
             decide: tokio::sync::Mutex::new(()),
@@ -47,9 +63,14 @@ impl ControllerService {
         &self.raft
     }
 
-    /// The settings it runs with.
+    /// The settings it started with.
     pub fn settings(&self) -> &ControllerSettings {
         &self.settings
+    }
+
+    /// The settings as they are now (UPDATE_CONTROLLER_CONFIG changes them).
+    pub fn runtime(&self) -> &RuntimeConfig {
+        &self.runtime
     }
 
     /// Now, by the injected clock.
@@ -90,7 +111,17 @@ impl ControllerService {
                 leader: self.raft.leader(),
                 is_leader: self.raft.is_leader(),
                 peers: &self.settings.peers,
+                names: &self.settings.names,
             }),
+            Request::GetControllerConfig => answers::config_text(self.runtime.text()),
+            Request::UpdateControllerConfig { body } => {
+                let runtime = Arc::clone(&self.runtime);
+                match tokio::task::spawn_blocking(move || runtime.update(&body)).await {
+                    Ok(Ok(())) => answers::success(),
+                    Ok(Err(refusal)) => wire::refusal(&refusal),
+                    Err(e) => answers::system_error(format!("the update did not run: {e}")),
+                }
+            }
             other if !self.raft.is_leader() => {
                 drop(other);
                 answers::not_leader()

@@ -24,6 +24,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::raft::{ControllerRaft, NodeId};
 use crate::server::error::ServerError;
+use crate::server::lock::StoreLock;
 use crate::server::scan::{scan_loop, ScanOutcome};
 use crate::server::service::ControllerService;
 use crate::server::settings::ControllerSettings;
@@ -48,6 +49,7 @@ impl ControllerServer {
         if !settings.peers.contains_key(&settings.id) {
             return Err(ServerError::NotAPeer(settings.id));
         }
+        let lock = StoreLock::acquire(&settings.store_dir)?;
         let members: BTreeMap<NodeId, BasicNode> = settings
             .peers
             .iter()
@@ -68,7 +70,12 @@ impl ControllerServer {
             }
             return Err(e.into());
         }
-        let service = Arc::new(ControllerService::new(raft, settings));
+        let service = Arc::new(ControllerService::new(
+            raft,
+            settings,
+            cancel.clone(),
+            tracker.clone(),
+        ));
         tracker.spawn(serve(
             listener,
             Arc::clone(&service),
@@ -83,8 +90,19 @@ impl ControllerServer {
             if let Err(e) = stopping.raft.raft().shutdown().await {
                 tracing::warn!(error = %e, "raft did not stop cleanly");
             }
+            // The log is closed: another replica may open the folder.
+            drop(lock);
         });
-        tracing::info!(%addr, id = service.settings.id, "controller listening");
+        let s = &service.settings;
+        tracing::info!(
+            %addr,
+            id = %s.name_of(s.id),
+            node = s.id,
+            group = %s.group,
+            peers = ?s.peers,
+            store = %s.store_dir.display(),
+            "controller listening"
+        );
         Ok(ControllerHandle { addr, service })
     }
 }

@@ -17,7 +17,7 @@ use crate::server::{ControllerHandle, ControllerServer, ControllerSettings};
 use crate::wire::{ElectMasterBody, SyncStateSetBody};
 
 /// Bound of every wait on the controller (leadership, a scan's election).
-const WAIT: Duration = Duration::from_secs(10);
+pub(super) const WAIT: Duration = Duration::from_secs(10);
 
 /// A running replica and what stops it.
 pub struct Running {
@@ -42,7 +42,15 @@ impl Running {
     }
 }
 
-async fn start_single(clock: Arc<ManualClock>) -> Running {
+pub(super) async fn start_single(clock: Arc<ManualClock>) -> Running {
+    start_single_with(clock, |_| {}).await
+}
+
+/// A single replica whose settings `adjust` changes first.
+pub(super) async fn start_single_with(
+    clock: Arc<ManualClock>,
+    adjust: impl FnOnce(&mut ControllerSettings),
+) -> Running {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let dir = TempDir::new().unwrap();
@@ -52,7 +60,9 @@ async fn start_single(clock: Arc<ManualClock>) -> Running {
         dir.path().to_path_buf(),
     );
     settings.scan_interval_ms = 50;
+    settings.scan_inactive_master_interval_ms = 50;
     settings.clock = clock;
+    adjust(&mut settings);
     let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
     let handle = ControllerServer::start(listener, settings, cancel.clone(), tracker.clone())
         .await
@@ -65,11 +75,11 @@ async fn start_single(clock: Arc<ManualClock>) -> Running {
     }
 }
 
-fn sync_state_set(resp: &RemotingCommand) -> SyncStateSetBody {
+pub(super) fn sync_state_set(resp: &RemotingCommand) -> SyncStateSetBody {
     serde_json::from_slice(resp.body.as_deref().unwrap()).unwrap()
 }
 
-async fn wait_alive(h: &ControllerHandle, clock: &ManualClock, name: &str, id: i64) {
+pub(super) async fn wait_alive(h: &ControllerHandle, clock: &ManualClock, name: &str, id: i64) {
     use rmq_common::time::Clock;
     eventually(WAIT, "the heartbeat is recorded", || async {
         h.service().live.lock().alive(name, id, clock.now_ms())

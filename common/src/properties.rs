@@ -1,6 +1,8 @@
-//! broker.conf as `java.util.Properties` reads it, so keys keep their case
-//! (an error names a key as the operator wrote it) and values keep what
-//! an INI reader would take for comments (`namesrvAddr=a:9876;b:9876`).
+//! Java properties text (broker.conf, controller.conf, the bodies of the
+//! UPDATE_*_CONFIG requests) as `java.util.Properties` reads it, so keys
+//! keep their case (an error names a key as the operator wrote it) and
+//! values keep what an INI reader would take for comments
+//! (`namesrvAddr=a:9876;b:9876`).
 //!
 //! Covered: `#` and `!` comment lines, `=`, `:` or whitespace between key
 //! and value (whitespace around it skipped), a trailing backslash joining
