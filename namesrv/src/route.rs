@@ -96,6 +96,33 @@ impl RouteInfoManager {
         channel: Option<u64>,
     ) {
         let mut t = self.tables.write();
+        // RocketMQ 5.x (controller mode): a broker registering an id held by
+        // another live address under a newer master epoch (stateVersion) is
+        // a stale master; the newer one keeps the id.
+        let holder = t
+            .brokers
+            .get(&id.broker_name)
+            .and_then(|d| d.broker_addrs.get(&id.broker_id))
+            .filter(|a| **a != id.broker_addr)
+            .cloned();
+        if let Some(holder) = holder {
+            let newer = t
+                .live
+                .get(&holder)
+                .map(|l| l.version.state_version)
+                .unwrap_or(0);
+            if newer > topics.data_version.state_version {
+                tracing::warn!(
+                    broker = %id.broker_addr,
+                    holder = %holder,
+                    epoch = topics.data_version.state_version,
+                    holder_epoch = newer,
+                    "registration of a stale master ignored: the id is held under a newer epoch"
+                );
+                t.live.remove(&id.broker_addr);
+                return;
+            }
+        }
         t.clusters
             .entry(id.cluster.clone())
             .or_default()
@@ -482,6 +509,32 @@ mod tests {
                 state_version: 0,
             },
         }
+    }
+
+    #[test]
+    fn a_stale_master_does_not_take_the_id_from_a_newer_epochs_master() {
+        let m = RouteInfoManager::new();
+        let at_epoch = |epoch: i64| TopicConfigSerializeWrapper {
+            data_version: DataVersion {
+                state_version: epoch,
+                ..topics(&["T"], epoch).data_version
+            },
+            ..topics(&["T"], epoch)
+        };
+        let (old, new) = (id("a", "127.0.0.1:1"), id("a", "127.0.0.1:2"));
+        m.register(&old, &at_epoch(1), 0, false);
+        // Elected at epoch 2, the other broker takes id 0.
+        m.register(&new, &at_epoch(2), 1, false);
+        let master =
+            |m: &RouteInfoManager| m.route("T").unwrap().broker_datas[0].broker_addrs[&0].clone();
+        assert_eq!(master(&m), "127.0.0.1:2");
+        // The old master, cut off from the controller, registers again at
+        // its epoch: ignored.
+        m.register(&old, &at_epoch(1), 2, false);
+        assert_eq!(master(&m), "127.0.0.1:2");
+        // A later epoch does take it.
+        m.register(&old, &at_epoch(3), 3, false);
+        assert_eq!(master(&m), "127.0.0.1:1");
     }
 
     #[test]
