@@ -10,6 +10,7 @@ mod broker_clients;
 mod broker_conf;
 mod broker_process;
 mod broker_server;
+mod controller_interop;
 mod controller_mode;
 mod cq_ab;
 mod cq_conformance;
