@@ -30,6 +30,26 @@ pub fn require_jars() {
     );
 }
 
+/// Apache RocketMQ 5.3.3's own jars with their dependencies (broker,
+/// NameServer, controller, DLedger), which `scripts/bench-vs-apache.sh`
+/// fetches with Maven (`tools/apache/pom.xml`) into
+/// `${RMQ_APACHE_CACHE:-~/.cache/rmq-apache}/5.3.3/lib`.
+pub fn lib_5_3_3() -> PathBuf {
+    crate::grpc_proxy::cache_dir().join("5.3.3").join("lib")
+}
+
+/// Panics with the set-up hint when the 5.3.3 jars are missing.
+pub fn require_jars_5_3_3() {
+    assert!(
+        lib_5_3_3().join(".complete").exists(),
+        "Apache RocketMQ 5.3.3 jars missing in {}: run scripts/bench-vs-apache.sh \
+         --quick --targets apache-5.3.3 (or mvn -f tools/apache/pom.xml \
+         -Drocketmq.version=5.3.3 dependency:copy-dependencies -DoutputDirectory=<that folder> \
+         and touch .complete there)",
+        lib_5_3_3().display()
+    );
+}
+
 /// A Java process killed when dropped.
 #[derive(Debug)]
 pub struct Jvm {
@@ -190,6 +210,59 @@ impl Jvm {
         })
     }
 
+    /// Starts Apache RocketMQ 5.3.3's NameServer ([`lib_5_3_3`]) on a free
+    /// port and waits for it to boot. With `controller`, the controller runs
+    /// inside it (`enableControllerInNamesrv`, one DLedger replica `n0` on a
+    /// second free port, which is where brokers find it) and is waited
+    /// for too; `extra` adds lines to its config. Returns it, the NameServer's
+    /// port and the controller's.
+    pub fn namesrv_5_3_3_on_free_ports(
+        home: &Path,
+        controller: bool,
+        extra: &str,
+    ) -> (Self, u16, Option<u16>) {
+        let what = "Apache NameServer 5.3.3";
+        let mut last = String::new();
+        for _ in 0..BIND_ATTEMPTS {
+            let (port, ctl) = (free_port(), controller.then(free_port));
+            std::fs::create_dir_all(home).unwrap();
+            let mut conf = format!(
+                "listenPort={port}\nbindAddress=127.0.0.1\n\
+                 kvConfigPath={0}/namesrv/kvConfig.json\n\
+                 configStorePath={0}/namesrv/namesrv.properties\n{extra}",
+                home.display()
+            );
+            if let Some(c) = ctl {
+                conf.push_str(&format!(
+                    "enableControllerInNamesrv=true\ncontrollerDLegerGroup=group1\n\
+                     controllerDLegerPeers=n0-127.0.0.1:{c}\ncontrollerDLegerSelfId=n0\n\
+                     controllerStorePath={0}/controller\nmappedFileSize=67108864\n",
+                    home.display()
+                ));
+            }
+            let path = home.join("namesrv.conf");
+            std::fs::write(&path, conf).unwrap();
+            let mut jvm = Self::start_from(
+                &lib_5_3_3(),
+                home,
+                "org.apache.rocketmq.namesrv.NamesrvStartup",
+                &["-c", &path.to_string_lossy()],
+                "namesrv",
+            );
+            let ready = if controller {
+                "ControllerManager boot success"
+            } else {
+                "Name Server boot success"
+            };
+            match jvm.wait_output(what, ready) {
+                Ok(()) => return (jvm, port, ctl),
+                Err(text) if text.contains("Address already in use") => last = text,
+                Err(text) => panic!("{text}"),
+            }
+        }
+        panic!("{what}: ports taken {BIND_ATTEMPTS} times over:\n{last}");
+    }
+
     /// Starts with `spawn(port)` on a port `pick` finds free and waits for
     /// the boot; a port taken between the probe and the JVM's bind (by
     /// another test) is retried on new ports, [`BIND_ATTEMPTS`] times.
@@ -214,10 +287,16 @@ impl Jvm {
     /// Waits (bounded) for "boot success" in its output; `Err` with the
     /// output if it exited first.
     pub fn wait_booted(&mut self, what: &str) -> Result<(), String> {
+        self.wait_output(what, "boot success")
+    }
+
+    /// Waits (bounded) for `line` in its output; `Err` with the output if
+    /// it exited first.
+    pub fn wait_output(&mut self, what: &str, line: &str) -> Result<(), String> {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             let text = std::fs::read_to_string(&self.out).unwrap_or_default();
-            if text.contains("boot success") {
+            if text.contains(line) {
                 return Ok(());
             }
             if let Ok(Some(status)) = self.child.try_wait() {

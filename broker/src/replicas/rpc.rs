@@ -94,13 +94,17 @@ impl MasterInfo {
             .map_err(|x| x.to_string())?
             .unwrap_or(0);
         let header_ss_epoch = e.get_i32("syncStateSetEpoch").map_err(|x| x.to_string())?;
+        // Java writes these bodies with fastjson, whose maps keyed by
+        // number have bare keys (`"brokerAddrs":{1:"…"}` in an election's
+        // member group): read with the lenient decoder, as every other
+        // body from Java is.
         let (sync_state_set, body_epoch) = match resp.body.as_deref() {
             None | Some([]) => (BTreeSet::new(), None),
-            Some(b) => match serde_json::from_slice::<SyncStateSetBody>(b) {
+            Some(b) => match rmq_common::json::from_slice::<SyncStateSetBody>(b) {
                 Ok(s) => (s.sync_state_set, Some(s.sync_state_set_epoch)),
                 Err(_) => {
                     let elect: ElectMasterBody =
-                        serde_json::from_slice(b).map_err(|x| x.to_string())?;
+                        rmq_common::json::from_slice(b).map_err(|x| x.to_string())?;
                     (elect.sync_state_set, None)
                 }
             },
@@ -378,7 +382,7 @@ impl Controllers {
             .body
             .as_deref()
             .ok_or_else(|| "no body".to_owned())
-            .and_then(|b| serde_json::from_slice(b).map_err(|e| e.to_string()))
+            .and_then(|b| rmq_common::json::from_slice(b).map_err(|e| e.to_string()))
             .map_err(|e| self.bad(WHAT, e))?;
         Ok((got.sync_state_set, got.sync_state_set_epoch))
     }

@@ -11,6 +11,7 @@ mod broker_conf;
 mod broker_process;
 mod broker_server;
 mod controller_entry;
+mod controller_interop;
 mod controller_mode;
 mod cq_ab;
 mod cq_conformance;
