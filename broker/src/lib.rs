@@ -11,7 +11,12 @@
 //!   and written behind; [`clients`]: producer and consumer tables, queue
 //!   locks, calls to clients; [`pull_hold`]: long polling.
 //! - [`service`]: delay-level delivery, the transaction check, poison
-//!   records; [`ha`]: master/slave replication and the slave's metadata copy.
+//!   records; [`ha`]: master/slave replication and the slave's metadata copy,
+//!   and RocketMQ 5.x's auto-switch links.
+//! - [`replicas`]: controller mode (id, registration, heartbeats, role
+//!   changes at runtime); [`role`]: the role now, which everything reads;
+//!   `duties`: the master-only services, started and stopped with the role;
+//!   [`controller`]: the controller replica the binary can start.
 //! - [`metrics`]: the Prometheus recorder and names; [`sampler`]: the
 //!   gauges read from the broker's state.
 //! - [`controller`]: a controller replica (`rmq-controller`) started by
