@@ -94,6 +94,15 @@ if [ ! -f "$proxy_lib/.complete" ]; then
         dependency:copy-dependencies -DoutputDirectory="$proxy_lib"
     touch "$proxy_lib/.complete"
 fi
+# Apache RocketMQ 5.3.3's broker, NameServer and controller (jars only): the
+# controller-mode interop tests (tests/tests/it/controller_interop.rs).
+lib_533="${RMQ_APACHE_CACHE:-$HOME/.cache/rmq-apache}/5.3.3/lib"
+if [ ! -f "$lib_533/.complete" ]; then
+    mkdir -p "$lib_533"
+    mvn -q -B -f tools/apache/pom.xml -Drocketmq.version=5.3.3 \
+        dependency:copy-dependencies -DoutputDirectory="$lib_533"
+    touch "$lib_533/.complete"
+fi
 # Apache RocketMQ's own 4.9.7 broker and NameServer (jars only, from Maven
 # Central through tools/apache/pom.xml): the test that drives it with
 # rmq-admin and rmq-bench (tests/tests/it/apache_broker.rs).
