@@ -79,6 +79,16 @@ pub async fn start(
         cancel: cancel.clone(),
         tracker: tracker.clone(),
     });
+    {
+        // The links have trackers of their own: the broker's stop ends them
+        // before the store closes.
+        let (host, cancel) = (Arc::clone(&host), cancel.clone());
+        tracker.spawn(async move {
+            cancel.cancelled().await;
+            let mut links = host.links.lock().await;
+            host.end_links(&mut links).await;
+        });
+    }
     let manager = Arc::new(ReplicasManager::new(
         cfg,
         controllers,
