@@ -245,8 +245,8 @@ requests! {
         CheckRocksdbCqWriteProgress = 354, "CHECK_ROCKSDB_CQ_WRITE_PROGRESS", No("this broker compares its consume-queue backends with RMQ_CQ_VERIFY (30002) instead"), Plain, "RocketMQ 5.x's code";
         ExportRocksdbConfigToJson = 355, "EXPORT_ROCKSDB_CONFIG_TO_JSON", No("topics, groups and offsets are kept in JSON files here, never in RocksDB: nothing to export"), Plain, "RocketMQ 5.x's code";
         UpdateAndCreateStaticTopic = 513, "UPDATE_AND_CREATE_STATIC_TOPIC", No("static topics (logical queues) are not supported"), Plain, "RocketMQ 5.x's code";
-        NotifyMinBrokerIdChange = 905, "NOTIFY_MIN_BROKER_ID_CHANGE", No("controller and slave-acting-master modes are not supported: HA here is RocketMQ's master/slave replication"), Plain, "RocketMQ 5.x's code";
-        ExchangeBrokerHaInfo = 906, "EXCHANGE_BROKER_HA_INFO", No("controller and slave-acting-master modes are not supported: HA here is RocketMQ's master/slave replication"), Plain, "RocketMQ 5.x's code";
+        NotifyMinBrokerIdChange = 905, "NOTIFY_MIN_BROKER_ID_CHANGE", No("slave-acting-master mode is not supported (controller mode is: see the controller section of the README)"), Plain, "RocketMQ 5.x's code";
+        ExchangeBrokerHaInfo = 906, "EXCHANGE_BROKER_HA_INFO", No("slave-acting-master mode is not supported (controller mode is: see the controller section of the README)"), Plain, "RocketMQ 5.x's code";
         GetBrokerHaStatus = 907, "GET_BROKER_HA_STATUS", No("not implemented yet"), Plain, "RocketMQ 5.x's code";
         ResetMasterFlushOffset = 908, "RESET_MASTER_FLUSH_OFFSET", No("not implemented yet"), Plain, "RocketMQ 5.x's code";
         UpdateColdDataFlowCtrConfig = 2001, "UPDATE_COLD_DATA_FLOW_CTR_CONFIG", No("cold-read flow control is not implemented"), Plain, "RocketMQ 5.x's code";
