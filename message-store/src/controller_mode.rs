@@ -155,9 +155,10 @@ impl MessageStore {
     /// [`StoreError::StaleEpoch`] below the last recorded epoch; a tail
     /// that is not a whole record (a slave's half-replicated one) is cut;
     /// entries of `epoch` and later are dropped and `(epoch, max offset)`
-    /// appended; writes are accepted again; then waits (at most `timeout`)
-    /// for dispatch to reach [`MessageStore::dispatch_end`] and rebuilds the
-    /// put path's queue offsets. Returns where the epoch starts.
+    /// appended; the confirm offset rises to that max offset (all of it is
+    /// the set's log now); then waits (at most `timeout`) for dispatch to
+    /// reach it, rebuilds the put path's queue offsets, and only then
+    /// accepts writes. Returns where the epoch starts.
     ///
     /// One difference from Java: when the last entry starts at the max
     /// offset (its epoch wrote nothing), it is replaced by the new epoch
@@ -190,7 +191,12 @@ impl MessageStore {
             }
             epochs.append(epoch, start)?;
         }
-        self.replica_only.store(false, Ordering::Release);
+        // Everything this replica holds is the set's log now: the old master
+        // may have acknowledged all of it (its confirm offset reached this
+        // replica later than the records). Dispatch all of it, and only then
+        // let new messages take queue offsets, or they would take offsets
+        // that records not yet dispatched hold.
+        self.store_confirm(start);
         let end = self.dispatch_end();
         if !self.wait_dispatched_to(end, timeout) {
             return Err(StoreError::DispatchStalled {
@@ -199,6 +205,7 @@ impl MessageStore {
             });
         }
         self.rebuild_queue_offsets()?;
+        self.replica_only.store(false, Ordering::Release);
         tracing::info!(epoch, start, "store is master of the epoch");
         Ok(start)
     }

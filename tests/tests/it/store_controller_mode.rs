@@ -237,3 +237,41 @@ fn epoch_entries_follow_become_master_and_truncation() {
         store.shutdown().unwrap();
     }
 }
+
+/// A slave holds records past its confirm offset (the old master's
+/// acknowledgements reached it before its confirm offset did): once it is
+/// master they are the set's log, so they are dispatched before a new put
+/// takes a queue offset, and no queue offset is handed out twice.
+#[test]
+fn become_master_dispatches_past_the_confirm_offset_before_new_puts() {
+    for backend in BACKENDS {
+        let dir = tempfile::tempdir().unwrap();
+        let store = MessageStore::open(config(dir.path(), backend)).unwrap();
+        store.set_dispatch_bound(DispatchBound::ConfirmOffset);
+        let put: Vec<_> = (0..10)
+            .map(|i| store.put_message(&message(i)).unwrap().appended[0].clone())
+            .collect();
+        // Records 0..4 confirmed, 4..10 held back.
+        store.set_confirm_offset(put[4].phy_offset);
+        assert!(store.wait_dispatched_to(put[4].phy_offset, DISPATCH_TIMEOUT));
+        assert_eq!(store.max_offset_in_queue("T", 0).unwrap(), 2);
+        store.set_replica_only();
+        store.become_master(2, DISPATCH_TIMEOUT).unwrap();
+        assert_eq!(
+            store.max_offset_in_queue("T", 0).unwrap(),
+            5,
+            "{backend}: the held-back records are consumable"
+        );
+        let next = store.put_message(&message(10)).unwrap().appended[0].clone();
+        assert_eq!(
+            next.queue_offset, 5,
+            "{backend}: queue offset handed out twice"
+        );
+        // A master alone waits for no one (the broker's InSync sets this).
+        store.set_dispatch_bound(DispatchBound::LogEnd);
+        wait_dispatched(&store);
+        let offsets: Vec<i64> = read_queue(&store, 0).iter().map(|(o, _)| *o).collect();
+        assert_eq!(offsets, (0..6).collect::<Vec<_>>(), "{backend}");
+        store.shutdown().unwrap();
+    }
+}
