@@ -26,13 +26,25 @@ use tokio_util::task::TaskTracker;
 const WAIT: Duration = Duration::from_secs(20);
 const SET: &str = "ctl-a";
 
-struct Controller {
-    handle: ControllerHandle,
+/// A one-replica controller of this project, in-process.
+pub(crate) struct Controller {
+    pub(crate) handle: ControllerHandle,
     cancel: CancellationToken,
     tracker: TaskTracker,
 }
 
-async fn controller(dir: &Path) -> Controller {
+impl Controller {
+    /// Stops it and waits (bounded) for its tasks.
+    pub(crate) async fn stop(self) {
+        self.cancel.cancel();
+        self.tracker.close();
+        let _ = tokio::time::timeout(WAIT, self.tracker.wait()).await;
+    }
+}
+
+/// Starts one on 127.0.0.1:0 with its store in `dir`, scanning for dead
+/// masters every 200 ms.
+pub(crate) async fn controller(dir: &Path) -> Controller {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let mut settings = ControllerSettings::new(
@@ -223,9 +235,7 @@ async fn roles_and_failover(backend: CqBackend) {
     );
     b.shutdown().await;
     ns.stop().await;
-    ctl.cancel.cancel();
-    ctl.tracker.close();
-    let _ = tokio::time::timeout(WAIT, ctl.tracker.wait()).await;
+    ctl.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

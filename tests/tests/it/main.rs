@@ -12,6 +12,7 @@ mod broker_process;
 mod broker_server;
 mod controller_entry;
 mod controller_interop;
+mod controller_kill_loop;
 mod controller_mode;
 mod cq_ab;
 mod cq_conformance;

@@ -45,6 +45,7 @@ public final class ClientSuite {
         SCENARIOS.put("lmq", LmqScenario::run);
         SCENARIOS.put("lmqpush", LmqPushScenario::run);
         SCENARIOS.put("killmaster", KillMasterScenario::run);
+        SCENARIOS.put("killloop", FailoverLoopScenario::run);
         Compat.addScenarios(SCENARIOS);
     }
 
