@@ -25,6 +25,7 @@ use rmq_common::config::CqBackend;
 use rmq_common::remoting::body::ClusterInfo;
 use rmq_common::remoting::{RemotingCommand, RequestCode};
 use rmq_tests::apache::{self, Jvm};
+use rmq_tests::controller_fixture::controller_mode_settings;
 use rmq_tests::fixtures::TestNameServer;
 use rmq_tools::admin;
 
@@ -261,24 +262,9 @@ impl Member {
 }
 
 fn our_settings(root: &Path, backend: CqBackend, ns: SocketAddr, ctl: &str) -> Settings {
-    let mut s = rmq_tests::broker_settings(root, backend);
+    let mut s = controller_mode_settings(root, backend, &ns.to_string(), ctl);
     s.store.mapped_file_size_commit_log_bytes = SEGMENT_BYTES;
     s.broker.broker_name = SET.into();
-    s.broker.namesrv_listen_port = -1;
-    s.broker.namesrv_addr = ns.to_string();
-    s.broker.broker_role = BrokerRole::Slave;
-    s.broker.broker_id = -1;
-    let c = &mut s.broker.controller;
-    c.enable_controller_mode = true;
-    c.controller_addr = ctl.to_owned();
-    c.broker_heartbeat_interval_ms = 200;
-    c.controller_heartbeat_timeout_ms = 3_000;
-    c.sync_broker_metadata_period_ms = 500;
-    c.check_sync_state_set_period_ms = 500;
-    c.all_ack_in_sync_state_set = true;
-    s.broker.ha_send_heartbeat_interval_ms = 500;
-    s.broker.ha_housekeeping_interval_ms = 5_000;
-    s.store.flush_disk_type = rmq_common::FlushDiskType::SyncFlush;
     s
 }
 
