@@ -180,6 +180,19 @@ impl BrokerHost {
         let was_master = links.master.is_some();
         if !was_master {
             self.end_links(&mut links).await;
+            // A slave dispatched only to the confirm offset its master last
+            // sent, which lags what the master acknowledged. As Java's
+            // `changeToMaster` (`setConfirmOffset(computeConfirmOffset())`
+            // before it waits for dispatch), the new master's confirm
+            // offset is what its new SyncStateSet gives: with no other
+            // member (an election's set), its log's end. Dispatch then
+            // covers every message it holds before the queue offsets are
+            // rebuilt from the consume queues; otherwise the next send
+            // would be given the queue offset of a message the old master
+            // acknowledged.
+            if to.sync_state_set.iter().all(|id| *id == to.controller_id) {
+                ctx.store.set_confirm_offset(ctx.store.max_phy_offset());
+            }
         }
         let store = Arc::clone(&ctx.store);
         let epoch = to.master_epoch;
