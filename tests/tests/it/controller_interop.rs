@@ -197,9 +197,10 @@ impl Cluster {
     }
 }
 
-/// One member of the set.
+/// One member of the set (ours boxed: a broker is far larger than the
+/// handle of a JVM).
 enum Member {
-    Ours(Broker),
+    Ours(Box<Broker>),
     Apache { jvm: Jvm, addr: SocketAddr },
 }
 
@@ -255,7 +256,7 @@ impl Member {
 
     async fn kill(self) {
         match self {
-            Self::Ours(b) => b.halt().await,
+            Self::Ours(b) => (*b).halt().await,
             Self::Apache { mut jvm, .. } => jvm.kill(),
         }
     }
@@ -293,7 +294,7 @@ fn apache_broker(home: &Path, ns: SocketAddr, ctl: &str) -> Member {
 async fn start_member(side: Side, dir: &Path, backend: CqBackend, cl: &Cluster) -> Member {
     if side == Side::Ours {
         let s = our_settings(&dir.join("ours"), backend, cl.ns_addr, &cl.ctl_addr);
-        Member::Ours(Broker::start(s).await.unwrap())
+        Member::Ours(Box::new(Broker::start(s).await.unwrap()))
     } else {
         apache_broker(&dir.join("apache"), cl.ns_addr, &cl.ctl_addr)
     }
@@ -489,7 +490,7 @@ async fn interop(ctl: Ctl, first: Side, backend: CqBackend) {
         "election took {elected_in:?} ({label})"
     );
     if let Member::Ours(b) = slave {
-        b.shutdown().await;
+        (*b).shutdown().await;
     }
     cl.stop().await;
 }
