@@ -85,7 +85,7 @@ async fn send(client: &RemotingClient, queue_id: i32, body: Vec<u8>) -> Answer {
         Ok(r) => Answer {
             at,
             outcome: Ok(r.code),
-            acked: (r.code == 0).then(|| Acked {
+            acked: (r.code == 0).then_some(Acked {
                 queue_id,
                 queue_offset: r.queue_offset,
                 body,
