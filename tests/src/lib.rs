@@ -17,6 +17,7 @@ use rmq_store::{GetRequest, GetStatus, TagFilter};
 
 pub mod apache;
 pub mod child;
+pub mod controller_fixture;
 pub mod fixtures;
 pub mod grpc_proxy;
 pub mod java;

@@ -25,6 +25,7 @@ use rmq_common::config::CqBackend;
 use rmq_common::remoting::body::ClusterInfo;
 use rmq_common::remoting::{RemotingCommand, RequestCode};
 use rmq_tests::apache::{self, Jvm};
+use rmq_tests::controller_fixture::controller_mode_settings;
 use rmq_tests::fixtures::TestNameServer;
 use rmq_tools::admin;
 
@@ -196,9 +197,10 @@ impl Cluster {
     }
 }
 
-/// One member of the set.
+/// One member of the set (ours boxed: a broker is far larger than the
+/// handle of a JVM).
 enum Member {
-    Ours(Broker),
+    Ours(Box<Broker>),
     Apache { jvm: Jvm, addr: SocketAddr },
 }
 
@@ -254,31 +256,16 @@ impl Member {
 
     async fn kill(self) {
         match self {
-            Self::Ours(b) => b.halt().await,
+            Self::Ours(b) => (*b).halt().await,
             Self::Apache { mut jvm, .. } => jvm.kill(),
         }
     }
 }
 
 fn our_settings(root: &Path, backend: CqBackend, ns: SocketAddr, ctl: &str) -> Settings {
-    let mut s = rmq_tests::broker_settings(root, backend);
+    let mut s = controller_mode_settings(root, backend, &ns.to_string(), ctl);
     s.store.mapped_file_size_commit_log_bytes = SEGMENT_BYTES;
     s.broker.broker_name = SET.into();
-    s.broker.namesrv_listen_port = -1;
-    s.broker.namesrv_addr = ns.to_string();
-    s.broker.broker_role = BrokerRole::Slave;
-    s.broker.broker_id = -1;
-    let c = &mut s.broker.controller;
-    c.enable_controller_mode = true;
-    c.controller_addr = ctl.to_owned();
-    c.broker_heartbeat_interval_ms = 200;
-    c.controller_heartbeat_timeout_ms = 3_000;
-    c.sync_broker_metadata_period_ms = 500;
-    c.check_sync_state_set_period_ms = 500;
-    c.all_ack_in_sync_state_set = true;
-    s.broker.ha_send_heartbeat_interval_ms = 500;
-    s.broker.ha_housekeeping_interval_ms = 5_000;
-    s.store.flush_disk_type = rmq_common::FlushDiskType::SyncFlush;
     s
 }
 
@@ -307,7 +294,7 @@ fn apache_broker(home: &Path, ns: SocketAddr, ctl: &str) -> Member {
 async fn start_member(side: Side, dir: &Path, backend: CqBackend, cl: &Cluster) -> Member {
     if side == Side::Ours {
         let s = our_settings(&dir.join("ours"), backend, cl.ns_addr, &cl.ctl_addr);
-        Member::Ours(Broker::start(s).await.unwrap())
+        Member::Ours(Box::new(Broker::start(s).await.unwrap()))
     } else {
         apache_broker(&dir.join("apache"), cl.ns_addr, &cl.ctl_addr)
     }
@@ -503,7 +490,7 @@ async fn interop(ctl: Ctl, first: Side, backend: CqBackend) {
         "election took {elected_in:?} ({label})"
     );
     if let Member::Ours(b) = slave {
-        b.shutdown().await;
+        (*b).shutdown().await;
     }
     cl.stop().await;
 }

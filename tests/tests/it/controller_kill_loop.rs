@@ -22,8 +22,9 @@ use rmq_tests::apache;
 use rmq_tests::fixtures::TestNameServer;
 use rmq_tests::java::{self, Client, JavaRun};
 
+use rmq_tests::controller_fixture::{controller_group, ControllerReplica};
+
 use crate::broker_process::BrokerProcess;
-use crate::controller_mode::{controller, Controller};
 
 const ROUNDS: usize = 20;
 const SET: &str = "failover-a";
@@ -132,12 +133,12 @@ fn acked(home: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-fn set_now(ctl: &Controller) -> Option<BrokerSet> {
+fn set_now(ctl: &ControllerReplica) -> Option<BrokerSet> {
     ctl.handle.state().set(SET).cloned()
 }
 
 /// Both members in sync with a master: a kill now has a candidate.
-fn healthy(ctl: &Controller) -> Option<BrokerSet> {
+fn healthy(ctl: &ControllerReplica) -> Option<BrokerSet> {
     set_now(ctl).filter(|s| s.master.is_some() && s.sync_state_set.len() == 2)
 }
 
@@ -196,7 +197,7 @@ fn printed(home: &Path) -> String {
 async fn kill_loop(backend: CqBackend) {
     java::require_java_and_jars(Client::V4);
     let dir = tempfile::tempdir().unwrap();
-    let ctl = controller(&dir.path().join("ctl")).await;
+    let ctl = controller_group(dir.path(), 1).await.remove(0);
     let ctl_addr = ctl.handle.addr.to_string();
     let ns = TestNameServer::start(rmq_common::time::now_ms()).await;
     let ns_addr = ns.ns.addr.to_string();

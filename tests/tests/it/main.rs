@@ -14,6 +14,8 @@ mod controller_entry;
 mod controller_interop;
 mod controller_kill_loop;
 mod controller_mode;
+mod controller_partition;
+mod controller_replica_kill;
 mod cq_ab;
 mod cq_conformance;
 mod cq_model;
