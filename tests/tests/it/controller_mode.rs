@@ -23,16 +23,27 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 /// Bound of every wait for a role.
-const WAIT: Duration = Duration::from_secs(20);
-const SET: &str = "ctl-a";
+pub(crate) const WAIT: Duration = Duration::from_secs(20);
+pub(crate) const SET: &str = "ctl-a";
 
-struct Controller {
-    handle: ControllerHandle,
-    cancel: CancellationToken,
-    tracker: TaskTracker,
+/// An in-process controller replica and what stops it.
+pub(crate) struct Controller {
+    pub(crate) handle: ControllerHandle,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) tracker: TaskTracker,
 }
 
-async fn controller(dir: &Path) -> Controller {
+impl Controller {
+    /// Stops it and waits (bounded) for its tasks.
+    pub(crate) async fn stop(self) {
+        self.cancel.cancel();
+        self.tracker.close();
+        let _ = tokio::time::timeout(WAIT, self.tracker.wait()).await;
+    }
+}
+
+/// A one-replica controller group on 127.0.0.1:0, storing in `dir`.
+pub(crate) async fn controller(dir: &Path) -> Controller {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let mut settings = ControllerSettings::new(
@@ -52,7 +63,8 @@ async fn controller(dir: &Path) -> Controller {
     }
 }
 
-fn settings(root: &Path, backend: CqBackend, ns: &str, ctl: &str) -> Settings {
+/// A broker of set [`SET`] in controller mode under the controller `ctl`.
+pub(crate) fn settings(root: &Path, backend: CqBackend, ns: &str, ctl: &str) -> Settings {
     let mut s = rmq_tests::broker_settings(root, backend);
     s.broker.broker_name = SET.into();
     s.broker.namesrv_listen_port = -1;
@@ -74,7 +86,7 @@ fn settings(root: &Path, backend: CqBackend, ns: &str, ctl: &str) -> Settings {
 }
 
 /// Waits until `b` is `role` at a master epoch of at least `epoch`.
-async fn wait_role(b: &Broker, role: BrokerRole, epoch: i32) {
+pub(crate) async fn wait_role(b: &Broker, role: BrokerRole, epoch: i32) {
     let deadline = Instant::now() + WAIT;
     let state = &b.context().role;
     loop {
@@ -99,7 +111,12 @@ fn identity(root: &Path) -> String {
 /// Creates `topic` on the master at `master` (UPDATE_AND_CREATE_TOPIC, which
 /// registers it with the NameServer before answering) and sends to it
 /// through the NameServer's route.
-async fn send_ok(ns: std::net::SocketAddr, master: std::net::SocketAddr, topic: &str, n: usize) {
+pub(crate) async fn send_ok(
+    ns: std::net::SocketAddr,
+    master: std::net::SocketAddr,
+    topic: &str,
+    n: usize,
+) {
     let admin = rmq_client::RemotingClient::connect(master).await.unwrap();
     let create = rmq_client::request(
         rmq_common::remoting::RequestCode::UpdateAndCreateTopic,
@@ -149,21 +166,55 @@ async fn held(b: &Broker, topic: &str, want: i64) -> i64 {
     count()
 }
 
+/// A controller, a NameServer, and two brokers of [`SET`] under them,
+/// each in its folder of `dir`: `a` (`ra`) the master and `b` (`rb`) its
+/// slave at epoch 1.
+pub(crate) struct SetOfTwo {
+    pub(crate) ctl: Controller,
+    pub(crate) ns: TestNameServer,
+    pub(crate) a: Broker,
+    pub(crate) b: Broker,
+    pub(crate) ra: std::path::PathBuf,
+    pub(crate) rb: std::path::PathBuf,
+}
+
+impl SetOfTwo {
+    /// Starts them on `backend`, the master first.
+    pub(crate) async fn start(dir: &Path, backend: CqBackend) -> Self {
+        let ctl = controller(&dir.join("ctl")).await;
+        let ctl_addr = ctl.handle.addr.to_string();
+        let ns = TestNameServer::start(rmq_common::time::now_ms()).await;
+        let ns_addr = ns.ns.addr.to_string();
+        let (ra, rb) = (dir.join("a"), dir.join("b"));
+        let a = Broker::start(settings(&ra, backend, &ns_addr, &ctl_addr))
+            .await
+            .unwrap();
+        wait_role(&a, BrokerRole::SyncMaster, 1).await;
+        let b = Broker::start(settings(&rb, backend, &ns_addr, &ctl_addr))
+            .await
+            .unwrap();
+        wait_role(&b, BrokerRole::Slave, 1).await;
+        Self {
+            ctl,
+            ns,
+            a,
+            b,
+            ra,
+            rb,
+        }
+    }
+}
+
 async fn roles_and_failover(backend: CqBackend) {
     let dir = tempfile::tempdir().unwrap();
-    let ctl = controller(&dir.path().join("ctl")).await;
-    let ctl_addr = ctl.handle.addr.to_string();
-    let ns = TestNameServer::start(rmq_common::time::now_ms()).await;
-    let ns_addr = ns.ns.addr.to_string();
-    let (ra, rb) = (dir.path().join("a"), dir.path().join("b"));
-    let a = Broker::start(settings(&ra, backend, &ns_addr, &ctl_addr))
-        .await
-        .unwrap();
-    wait_role(&a, BrokerRole::SyncMaster, 1).await;
-    let b = Broker::start(settings(&rb, backend, &ns_addr, &ctl_addr))
-        .await
-        .unwrap();
-    wait_role(&b, BrokerRole::Slave, 1).await;
+    let SetOfTwo {
+        ctl,
+        ns,
+        a,
+        b,
+        ra,
+        rb,
+    } = SetOfTwo::start(dir.path(), backend).await;
     assert_eq!(identity(&ra), format!("DefaultCluster#{SET}#1"));
     assert_eq!(identity(&rb), format!("DefaultCluster#{SET}#2"));
     assert_eq!(a.context().role.broker_id(), 0);
@@ -223,9 +274,7 @@ async fn roles_and_failover(backend: CqBackend) {
     );
     b.shutdown().await;
     ns.stop().await;
-    ctl.cancel.cancel();
-    ctl.tracker.close();
-    let _ = tokio::time::timeout(WAIT, ctl.tracker.wait()).await;
+    ctl.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,6 +13,7 @@ mod broker_server;
 mod controller_entry;
 mod controller_interop;
 mod controller_mode;
+mod controller_tools;
 mod cq_ab;
 mod cq_conformance;
 mod cq_model;
