@@ -233,8 +233,8 @@ pub fn render(
         );
         let _ = writeln!(
             out,
-            "  {:>9} {:<22} {:<8} {:<6} {}",
-            "BROKER ID", "ADDRESS", "IN SYNC", "ALIVE", "ROLE"
+            "  {:>9} {:<22} {:<8} {:<6} ROLE",
+            "BROKER ID", "ADDRESS", "IN SYNC", "ALIVE"
         );
         for (r, in_sync) in replicas(set) {
             let _ = writeln!(
