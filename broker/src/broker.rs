@@ -152,6 +152,8 @@ impl Broker {
         };
         // Apache's embedded controller runs beside a NameServer: here, the
         // broker's embedded one.
+        // Before the embedded controller, so its first requests count.
+        let prometheus = crate::metrics::install();
         let controller = match (&namesrv, settings.controller_config()?) {
             (Some(_), Some(c)) => Some(crate::controller::start(&c, &cancel, &tracker).await?),
             (None, Some(_)) => {
@@ -162,7 +164,6 @@ impl Broker {
         };
 
         let store_config = settings.store.clone();
-        let prometheus = crate::metrics::install();
         let broker_name = settings.broker.broker_name.clone();
         let store = tokio::task::spawn_blocking(move || {
             MessageStore::open_for_broker(store_config, &broker_name)
@@ -353,7 +354,10 @@ impl Broker {
         if let Some(fast) = fast_addr {
             tracing::info!(%fast, "fast (VIP) port serving the same requests");
         }
-        let metrics_addr = start_metrics(&ctx, prometheus, &ip, &cancel, &tracker).await?;
+        // The embedded controller's series show on the broker's endpoint.
+        let controller_needle = controller.as_ref().map(|c| c.metrics_needle());
+        let metrics_addr =
+            start_metrics(&ctx, prometheus, controller_needle, &ip, &cancel, &tracker).await?;
 
         let mut namesrv_addrs: Vec<SocketAddr> = ctx
             .settings
@@ -536,10 +540,13 @@ async fn open_timers(
 const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Starts the gauge sampler and, unless `metricsPort` is -1, the `/metrics`
-/// listener on `brokerIP1` (port 0 picks one; it is logged).
+/// listener on `brokerIP1` (port 0 picks one; it is logged), serving the
+/// broker's series and those holding `controller` (the embedded
+/// controller's needle).
 async fn start_metrics(
     ctx: &Arc<BrokerContext>,
     prometheus: Option<&'static metrics_exporter_prometheus::PrometheusHandle>,
+    controller: Option<String>,
     ip: &str,
     cancel: &CancellationToken,
     tracker: &TaskTracker,
@@ -603,9 +610,12 @@ async fn start_metrics(
         source,
     })?;
     tracing::info!(%addr, "metrics endpoint listening at /metrics");
+    let needles: Vec<String> = std::iter::once(format!("broker=\"{broker}\""))
+        .chain(controller)
+        .collect();
     let render: Arc<dyn Fn() -> String + Send + Sync> = Arc::new(move || {
         sampler.sample();
-        crate::metrics::render_for(handle, &broker)
+        crate::metrics::render_matching(handle, &needles)
     });
     tracker.spawn(crate::metrics::serve_metrics(
         listener,
@@ -682,6 +692,7 @@ fn register_body(
 pub struct StandaloneNameServer {
     handle: NameServerHandle,
     controller: Option<rmq_controller::server::ControllerHandle>,
+    controller_metrics: Option<SocketAddr>,
     cancel: CancellationToken,
     tracker: TaskTracker,
 }
@@ -700,6 +711,12 @@ impl StandaloneNameServer {
     /// The controller replica beside it, if `enableControllerInNamesrv`.
     pub fn controller(&self) -> Option<&rmq_controller::server::ControllerHandle> {
         self.controller.as_ref()
+    }
+
+    /// Where the controller's `/metrics` endpoint listens, if its
+    /// `metricsExporterType` is PROM.
+    pub fn controller_metrics_addr(&self) -> Option<SocketAddr> {
+        self.controller_metrics
     }
 
     /// Stops it.
@@ -733,13 +750,15 @@ pub async fn run_namesrv_only(settings: &Settings) -> Result<StandaloneNameServe
         &tracker,
     )
     .await?;
-    let controller = match &controller_config {
-        Some(c) => Some(crate::controller::start(c, &cancel, &tracker).await?),
+    let served = match &controller_config {
+        Some(c) => Some(crate::controller::start_serving_metrics(c, &cancel, &tracker).await?),
         None => None,
     };
+    let controller_metrics = served.as_ref().and_then(|s| s.metrics_addr);
     Ok(StandaloneNameServer {
         handle,
-        controller,
+        controller: served.map(|s| s.handle),
+        controller_metrics,
         cancel,
         tracker,
     })

@@ -9,9 +9,10 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use rmq_controller::config::{ControllerConfig, ControllerConfigError};
+use rmq_controller::config::{ControllerConfig, ControllerConfigError, MetricsExporter};
 use rmq_controller::server::{ControllerHandle, ControllerServer};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -82,21 +83,104 @@ pub async fn start(
     Ok(handle)
 }
 
+/// How often the recorder of a process serving only a controller's
+/// metrics drains its histograms (the broker's sampler does it otherwise).
+const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+/// A replica started with its own metrics endpoint, for a process that
+/// has no broker endpoint to show them on (`--controller-only`,
+/// `--namesrv-only`).
+#[derive(Debug)]
+pub struct Served {
+    /// The replica.
+    pub handle: ControllerHandle,
+    /// Where `/metrics` listens, when `metricsExporterType=PROM`.
+    pub metrics_addr: Option<SocketAddr>,
+}
+
+/// [`start`], and with `metricsExporterType=PROM` the Prometheus endpoint
+/// on `metricsPromExporterHost:metricsPromExporterPort` serving this
+/// replica's series (Apache's controller exporter).
+pub async fn start_serving_metrics(
+    config: &ControllerConfig,
+    cancel: &CancellationToken,
+    tracker: &TaskTracker,
+) -> Result<Served, BrokerError> {
+    let Some(endpoint) = config.prom_endpoint() else {
+        if config.metrics_exporter_type != MetricsExporter::Disable {
+            tracing::warn!(kind = ?config.metrics_exporter_type, "metricsExporterType: only PROM is served; no controller metrics endpoint");
+        }
+        let handle = start(config, cancel, tracker).await?;
+        return Ok(Served {
+            handle,
+            metrics_addr: None,
+        });
+    };
+    // The recorder first, so the replica's first requests count.
+    let prometheus = crate::metrics::install();
+    let handle = start(config, cancel, tracker).await?;
+    let Some(prometheus) = prometheus else {
+        tracing::warn!("no metrics recorder: no controller metrics endpoint");
+        return Ok(Served {
+            handle,
+            metrics_addr: None,
+        });
+    };
+    let listener = TcpListener::bind(&endpoint)
+        .await
+        .map_err(|source| BrokerError::Bind {
+            addr: endpoint.clone(),
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| BrokerError::Bind {
+        addr: endpoint,
+        source,
+    })?;
+    let needles = vec![handle.metrics_needle()];
+    let render: Arc<dyn Fn() -> String + Send + Sync> =
+        Arc::new(move || crate::metrics::render_matching(prometheus, &needles));
+    tracker.spawn(crate::metrics::serve_metrics(
+        listener,
+        render,
+        cancel.clone(),
+        tracker.clone(),
+    ));
+    let stop = cancel.clone();
+    tracker.spawn(async move {
+        let mut tick = tokio::time::interval(UPKEEP_INTERVAL);
+        loop {
+            tokio::select! {
+                biased;
+                () = stop.cancelled() => break,
+                _ = tick.tick() => prometheus.run_upkeep(),
+            }
+        }
+    });
+    tracing::info!(%addr, "controller metrics endpoint listening at /metrics");
+    Ok(Served {
+        handle,
+        metrics_addr: Some(addr),
+    })
+}
+
 /// A controller replica alone (`rmq-broker --controller-only`).
 #[derive(Debug)]
 pub struct StandaloneController {
     handle: ControllerHandle,
+    metrics_addr: Option<SocketAddr>,
     cancel: CancellationToken,
     tracker: TaskTracker,
 }
 
 impl StandaloneController {
-    /// Starts the replica `config` describes.
+    /// Starts the replica `config` describes, and its metrics endpoint if
+    /// the configuration asks for one.
     pub async fn start(config: &ControllerConfig) -> Result<Self, BrokerError> {
         let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
-        let handle = start(config, &cancel, &tracker).await?;
+        let served = start_serving_metrics(config, &cancel, &tracker).await?;
         Ok(Self {
-            handle,
+            handle: served.handle,
+            metrics_addr: served.metrics_addr,
             cancel,
             tracker,
         })
@@ -105,6 +189,11 @@ impl StandaloneController {
     /// Where it listens.
     pub fn addr(&self) -> SocketAddr {
         self.handle.addr
+    }
+
+    /// Where its `/metrics` endpoint listens, if it serves one.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// The running replica.

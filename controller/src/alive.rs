@@ -2,7 +2,7 @@
 //! its own table (heartbeats are not replicated, as with RocketMQ's DLedger
 //! controller). Times are given by the caller (an injected clock).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::state::BrokerId;
 
@@ -143,6 +143,17 @@ impl Liveness {
             self.brokers.remove(k);
         }
         gone
+    }
+
+    /// The brokers alive at `now_ms`, counted by set.
+    pub fn alive_by_set(&self, now_ms: i64) -> BTreeMap<&str, usize> {
+        let mut by_set = BTreeMap::new();
+        for ((set, _), info) in &self.brokers {
+            if info.alive(now_ms) {
+                *by_set.entry(set.as_str()).or_insert(0) += 1;
+            }
+        }
+        by_set
     }
 
     /// Forgets a broker at once.

@@ -46,20 +46,20 @@ pub const KEYS: &[&str] = &[
     "electMasterMaxRetryCount",
     "configStorePath",
     "configBlackList",
+    "metricsExporterType",
+    "metricsPromExporterPort",
+    "metricsPromExporterHost",
     // Java's keys without an effect here (taken and ignored).
     "rocketmqHome",
     "controllerThreadPoolNums",
     "controllerRequestThreadPoolQueueCapacity",
     "mappedFileSize",
     "processReadEvent",
-    "metricsExporterType",
     "metricsGrpcExporterTarget",
     "metricsGrpcExporterHeader",
     "metricGrpcExporterTimeOutInMills",
     "metricGrpcExporterIntervalInMills",
     "metricLoggingExporterIntervalInMills",
-    "metricsPromExporterPort",
-    "metricsPromExporterHost",
     "metricsLabel",
     "metricsInDelta",
     ENABLE_IN_NAMESRV,
@@ -67,6 +67,44 @@ pub const KEYS: &[&str] = &[
 
 /// NamesrvConfig's key that starts a controller inside the NameServer.
 pub const ENABLE_IN_NAMESRV: &str = "enableControllerInNamesrv";
+
+/// `metricsPromExporterPort`'s default.
+pub const DEFAULT_PROM_EXPORTER_PORT: u16 = 5557;
+
+/// `metricsExporterType`: where the controller's metrics go (Java's
+/// `MetricsExporterType`). Only [`MetricsExporter::Prom`] is served here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MetricsExporter {
+    /// No metrics endpoint (Java's default).
+    #[default]
+    Disable,
+    /// OTLP over gRPC: not served here.
+    OtlpGrpc,
+    /// A Prometheus endpoint on `metricsPromExporterHost:Port`.
+    Prom,
+    /// Periodic log lines: not served here.
+    Log,
+}
+
+impl MetricsExporter {
+    /// The value of `metricsExporterType`: Java's enum name or its number
+    /// (Java takes both through its setters' overloads).
+    pub fn parse(value: &str) -> Result<Self, ControllerConfigError> {
+        Ok(match value.trim() {
+            "DISABLE" | "0" => Self::Disable,
+            "OTLP_GRPC" | "1" => Self::OtlpGrpc,
+            "PROM" | "2" => Self::Prom,
+            "LOG" | "3" => Self::Log,
+            _ => {
+                return Err(ControllerConfigError::invalid(
+                    "metricsExporterType",
+                    value,
+                    "is not DISABLE, OTLP_GRPC, PROM or LOG",
+                ))
+            }
+        })
+    }
+}
 
 /// `configBlackList`'s default.
 pub const DEFAULT_CONFIG_BLACK_LIST: &str = "configBlackList;configStorePath";
@@ -149,6 +187,12 @@ pub struct ControllerConfig {
     pub config_store_path: PathBuf,
     /// `configBlackList`: keys UPDATE_CONTROLLER_CONFIG refuses, `;`-separated.
     pub config_black_list: String,
+    /// `metricsExporterType`.
+    pub metrics_exporter_type: MetricsExporter,
+    /// `metricsPromExporterHost` (empty: every interface, as Java).
+    pub metrics_prom_exporter_host: String,
+    /// `metricsPromExporterPort`.
+    pub metrics_prom_exporter_port: u16,
 }
 
 /// The value of `key` in `pairs` (the last one given wins).
@@ -322,8 +366,38 @@ impl ControllerConfig {
             config_black_list: get("configBlackList")
                 .unwrap_or(DEFAULT_CONFIG_BLACK_LIST)
                 .to_owned(),
+            metrics_exporter_type: get("metricsExporterType")
+                .map_or(Ok(MetricsExporter::Disable), MetricsExporter::parse)?,
+            metrics_prom_exporter_host: get("metricsPromExporterHost")
+                .unwrap_or_default()
+                .to_owned(),
+            metrics_prom_exporter_port: get("metricsPromExporterPort").map_or(
+                Ok(DEFAULT_PROM_EXPORTER_PORT),
+                |v| {
+                    v.parse::<u16>().map_err(|_| {
+                        ControllerConfigError::invalid(
+                            "metricsPromExporterPort",
+                            v,
+                            "is not a port (0 to 65535)",
+                        )
+                    })
+                },
+            )?,
             peers,
         })
+    }
+
+    /// Where the Prometheus endpoint listens (`host:port`), when
+    /// `metricsExporterType` is PROM.
+    pub fn prom_endpoint(&self) -> Option<String> {
+        if self.metrics_exporter_type != MetricsExporter::Prom {
+            return None;
+        }
+        let host = match self.metrics_prom_exporter_host.as_str() {
+            "" => "0.0.0.0",
+            h => h,
+        };
+        Some(format!("{host}:{}", self.metrics_prom_exporter_port))
     }
 
     /// This replica's entry of the peers.

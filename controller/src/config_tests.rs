@@ -25,6 +25,9 @@ scanInactiveMasterInterval = 3000
 electMasterMaxRetryCount = 5
 configStorePath = /data/ctl.properties
 configBlackList = configBlackList;configStorePath;controllerStorePath
+metricsExporterType = PROM
+metricsPromExporterHost = 127.0.0.1
+metricsPromExporterPort = 5558
 listenPort = 9876
 ";
 
@@ -53,6 +56,8 @@ fn a_good_file_gives_every_setting() {
     assert_eq!(c.scan_inactive_master_interval_ms, 3000);
     assert_eq!(c.elect_master_max_retry_count, 5);
     assert_eq!(c.config_store_path, PathBuf::from("/data/ctl.properties"));
+    assert_eq!(c.metrics_exporter_type, MetricsExporter::Prom);
+    assert_eq!(c.prom_endpoint().as_deref(), Some("127.0.0.1:5558"));
 
     let s = c.settings().unwrap();
     assert_eq!(s.id, 1);
@@ -84,6 +89,14 @@ fn java_defaults_fill_what_is_left_out() {
         Path::new(HOME).join("controller/controller.properties")
     );
     assert_eq!(c.config_black_list, DEFAULT_CONFIG_BLACK_LIST);
+    // No metrics endpoint unless asked for; Java's port and any host then.
+    assert_eq!(c.metrics_exporter_type, MetricsExporter::Disable);
+    assert_eq!(c.prom_endpoint(), None);
+    let prom = parse(
+        "controllerDLegerPeers=n0-127.0.0.1:9878\ncontrollerDLegerSelfId=n0\nmetricsExporterType=2\n",
+    )
+    .unwrap();
+    assert_eq!(prom.prom_endpoint().as_deref(), Some("0.0.0.0:5557"));
     // controllerType spelled out is the same.
     let typed = parse(
         "controllerType=DLedger\ncontrollerDLegerPeers=n0-127.0.0.1:9878\ncontrollerDLegerSelfId=n0\n",
@@ -155,6 +168,8 @@ fn each_bad_key_is_named_with_its_value() {
         ("scanInactiveMasterInterval", "0"),
         ("electMasterMaxRetryCount", "-1"),
         ("electMasterMaxRetryCount", "0"),
+        ("metricsExporterType", "prometheus"),
+        ("metricsPromExporterPort", "70000"),
     ] {
         let e = refused(&format!("{base}{key}={value}\n"));
         assert_eq!(e.key(), key, "{e}");

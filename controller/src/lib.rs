@@ -12,12 +12,14 @@
 //! [`server`] puts a replica on the wire: RocketMQ's controller requests
 //! and the peers' Raft RPCs on one port, and the scan that re-elects a
 //! set whose master stopped heart-beating; [`config`] reads Apache
-//! RocketMQ's controller keys into its settings.
+//! RocketMQ's controller keys into its settings; [`metrics`] records
+//! elections, requests and liveness through the `metrics` facade.
 
 pub mod alive;
 pub mod config;
 pub mod elect;
 pub mod event;
+pub mod metrics;
 pub mod ops;
 pub mod raft;
 pub mod server;

@@ -61,6 +61,26 @@ impl ControllerCode {
             _ => return None,
         })
     }
+
+    /// Java's name of the code (`RequestCode`), as Apache's controller
+    /// metrics label requests (`ControllerMetricsConstant.RequestType`).
+    pub fn name(self) -> &'static str {
+        use ControllerCode as C;
+        match self {
+            C::BrokerHeartbeat => "BROKER_HEARTBEAT",
+            C::AlterSyncStateSet => "CONTROLLER_ALTER_SYNC_STATE_SET",
+            C::ElectMaster => "CONTROLLER_ELECT_MASTER",
+            C::RegisterBroker => "CONTROLLER_REGISTER_BROKER",
+            C::GetReplicaInfo => "CONTROLLER_GET_REPLICA_INFO",
+            C::GetMetadataInfo => "CONTROLLER_GET_METADATA_INFO",
+            C::GetSyncStateData => "CONTROLLER_GET_SYNC_STATE_DATA",
+            C::UpdateControllerConfig => "UPDATE_CONTROLLER_CONFIG",
+            C::GetControllerConfig => "GET_CONTROLLER_CONFIG",
+            C::CleanBrokerData => "CLEAN_BROKER_DATA",
+            C::GetNextBrokerId => "CONTROLLER_GET_NEXT_BROKER_ID",
+            C::ApplyBrokerId => "CONTROLLER_APPLY_BROKER_ID",
+        }
+    }
 }
 
 /// A controller request, decoded.

@@ -3,6 +3,7 @@
 //! `enableControllerInNamesrv=true`), or a controller replica alone
 //! (`--controller-only`, Apache's `mqcontroller -c controller.conf`).
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -59,7 +60,7 @@ async fn main() -> anyhow::Result<()> {
         let ns = rmq_broker::broker::run_namesrv_only(&settings).await?;
         println!("rmq NameServer listening on {}", ns.addr());
         if let Some(c) = ns.controller() {
-            print_controller(c);
+            print_controller(c, ns.controller_metrics_addr());
         }
         wait_for_signal().await;
         ns.shutdown().await;
@@ -99,14 +100,17 @@ async fn run_controller(args: &Args) -> anyhow::Result<()> {
     let controller = rmq_broker::controller::StandaloneController::start(&config)
         .await
         .context("controller failed to start")?;
-    print_controller(controller.handle());
+    print_controller(controller.handle(), controller.metrics_addr());
     wait_for_signal().await;
     println!("shutting down");
     controller.shutdown().await;
     Ok(())
 }
 
-fn print_controller(c: &rmq_controller::server::ControllerHandle) {
+fn print_controller(c: &rmq_controller::server::ControllerHandle, metrics: Option<SocketAddr>) {
+    if let Some(m) = metrics {
+        println!("rmq controller metrics at http://{m}/metrics");
+    }
     let s = c.service().settings();
     println!(
         "rmq controller {} listening on {} (group {}, peers {})",

@@ -314,4 +314,6 @@ pub(super) fn describe_all() {
             H => metrics::describe_histogram!(*name, *help),
         }
     }
+    // An embedded or standalone controller replica's series.
+    rmq_controller::metrics::describe();
 }

@@ -201,6 +201,12 @@ pub fn install() -> Option<&'static PrometheusHandle> {
                 .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), LATENCY_BUCKETS)
                 .and_then(|b| {
                     b.set_buckets_for_metric(
+                        Matcher::Full(rmq_controller::metrics::names::ELECTION_SECONDS.into()),
+                        rmq_controller::metrics::ELECTION_BUCKETS,
+                    )
+                })
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
                         Matcher::Full(names::CQ_WRITE_BATCH_SIZE.into()),
                         BATCH_BUCKETS,
                     )
@@ -263,15 +269,23 @@ pub fn install() -> Option<&'static PrometheusHandle> {
 /// label, and the HELP/TYPE comments), so a process running several brokers
 /// (tests) serves each its own.
 pub fn render_for(handle: &PrometheusHandle, broker: &str) -> String {
+    render_matching(handle, &[format!("broker=\"{broker}\"")])
+}
+
+/// The lines of a rendered scrape whose labels contain one of `needles`
+/// (`key="value"`; a broker's `broker="a"`, a controller replica's
+/// `address="host:port"`), and the HELP/TYPE comments.
+pub fn render_matching(handle: &PrometheusHandle, needles: &[String]) -> String {
     let text = handle.render();
-    let needle = format!("broker=\"{broker}\"");
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
-        if line.starts_with('#') || line.contains(&needle) {
+        if line.starts_with('#') || needles.iter().any(|n| line.contains(n.as_str())) {
             out.push_str(line);
             out.push('\n');
         }
     }
-    out.push_str(&float::render(&needle));
+    for needle in needles {
+        out.push_str(&float::render(needle));
+    }
     out
 }

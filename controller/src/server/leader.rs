@@ -7,6 +7,7 @@
 use openraft::error::{CheckIsLeaderError, RaftError};
 use rmq_common::remoting::RemotingCommand;
 
+use crate::metrics::{seconds_between, ElectionResult, ElectionTrigger};
 use crate::ops::{self, Decision, Now};
 use crate::raft::ProposeError;
 use crate::server::answers;
@@ -75,6 +76,8 @@ impl ControllerService {
 
     /// Answers a request only the leader answers.
     pub(super) async fn on_leader(&self, req: Request) -> RemotingCommand {
+        // When an election request arrived, for its time to elect.
+        let arrived_ms = self.now_ms();
         let _turn = self.decide.lock().await;
         if let Err(resp) = self.confirm_leader().await {
             return resp;
@@ -125,11 +128,21 @@ impl ControllerService {
                 let d = self.decide_now(now_ms, |state, now| {
                     ops::elect_master(state, now, unclean, &broker_name, trigger)
                 });
-                self.commit(d, |e| {
-                    self.after_election(&broker_name, &e);
-                    wire::elected(&cluster, &broker_name, &e)
-                })
-                .await
+                let resp = self
+                    .commit(d, |e| {
+                        self.after_election(&broker_name, &e);
+                        wire::elected(&cluster, &broker_name, &e)
+                    })
+                    .await;
+                let by = ElectionTrigger::of_request(trigger);
+                if let Some(result) = ElectionResult::of_code(resp.code) {
+                    self.metrics.election(&cluster, &broker_name, by, result);
+                    if result == ElectionResult::NewMasterElected {
+                        let took = seconds_between(arrived_ms, self.now_ms());
+                        self.metrics.elected_in(by, took);
+                    }
+                }
+                resp
             }
             Request::AlterSyncStateSet(alter) => {
                 let d = self.decide_now(now_ms, |state, now| {

@@ -37,6 +37,8 @@ mod test_broker;
 #[cfg(test)]
 mod tests_cluster;
 #[cfg(test)]
+mod tests_metrics;
+#[cfg(test)]
 mod tests_runtime;
 #[cfg(test)]
 mod tests_single;

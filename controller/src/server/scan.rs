@@ -16,6 +16,7 @@ use rmq_common::remoting::ResponseCode;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::metrics::{seconds_between, ElectionResult, ElectionTrigger};
 use crate::ops::{self, Trigger};
 use crate::server::service::ControllerService;
 use crate::state::BrokerId;
@@ -106,8 +107,9 @@ impl ControllerService {
             .collect()
     }
 
-    /// One try of a controller-triggered election of `name`.
-    async fn try_elect(&self, name: &str) -> Step<Tried> {
+    /// One try of a controller-triggered election of `name`, whose master
+    /// was found missing at `noticed_ms`.
+    async fn try_elect(&self, name: &str, noticed_ms: i64) -> Step<Tried> {
         if !self.raft.is_leader() {
             return Step::Stop(Tried::Nothing);
         }
@@ -119,10 +121,19 @@ impl ControllerService {
         let decision = self.decide_now(self.now_ms(), |state, now| {
             ops::elect_master(state, now, unclean, name, Trigger::Controller)
         });
+        let cluster = self.raft.state().set(name).map(|s| s.cluster.clone());
+        let count = |result| {
+            let cluster = cluster.as_deref().unwrap_or_default();
+            self.metrics
+                .election(cluster, name, ElectionTrigger::Scan, result);
+        };
         let elected = match decision.answer {
             Ok(e) if e.code == ResponseCode::Success => Some(e),
             // The master is alive after all (MASTER_STILL_EXIST).
-            Ok(_) => return Step::Stop(Tried::Nothing),
+            Ok(_) => {
+                count(ElectionResult::KeepCurrentMaster);
+                return Step::Stop(Tried::Nothing);
+            }
             // The set is gone.
             Err(r) if r.code == ResponseCode::ControllerBrokerNeedToBeRegistered => {
                 return Step::Stop(Tried::Nothing)
@@ -135,6 +146,7 @@ impl ControllerService {
             Some(event) => match self.raft.propose(event).await {
                 Ok(_) => Tried::Committed(elected.as_ref().and_then(|e| e.view.master)),
                 Err(e) => {
+                    count(ElectionResult::Failed);
                     tracing::warn!(broker_name = %name, error = %e, "controller election not committed");
                     return Step::Again(Tried::Nothing);
                 }
@@ -142,11 +154,15 @@ impl ControllerService {
         };
         match elected {
             Some(e) => {
-                tracing::info!(broker_name = %name, new_master = ?e.view.master, master_epoch = e.view.master_epoch, "controller elected a master");
+                count(ElectionResult::NewMasterElected);
+                let took = seconds_between(noticed_ms, self.now_ms());
+                self.metrics.elected_in(ElectionTrigger::Scan, took);
+                tracing::info!(broker_name = %name, new_master = ?e.view.master, master_epoch = e.view.master_epoch, took_s = took, "controller elected a master");
                 self.after_election(name, &e);
                 Step::Stop(committed)
             }
             None => {
+                count(ElectionResult::NoMasterElected);
                 tracing::warn!(broker_name = %name, "controller found no member to elect");
                 Step::Again(committed)
             }
@@ -155,12 +171,12 @@ impl ControllerService {
 
     /// A controller-triggered election of `name` with its retries; what
     /// was committed, if anything.
-    async fn elect_with_retries(&self, name: &str) -> Option<Option<BrokerId>> {
+    async fn elect_with_retries(&self, name: &str, noticed_ms: i64) -> Option<Option<BrokerId>> {
         let tries = with_retries(
             self.runtime.elect_master_max_retry_count(),
             Duration::from_millis(self.settings.elect_retry_pause_ms.max(1)),
             Tried::Nothing,
-            || self.try_elect(name),
+            || self.try_elect(name, noticed_ms),
         )
         .await;
         // A committed master wins over an earlier committed "none".
@@ -176,8 +192,9 @@ impl ControllerService {
             return Vec::new();
         }
         let mut elected = Vec::new();
+        let noticed_ms = self.now_ms();
         for name in self.orphans() {
-            if let Some(m) = self.elect_with_retries(&name).await {
+            if let Some(m) = self.elect_with_retries(&name, noticed_ms).await {
                 elected.push((name, m));
             }
         }

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::alive::Liveness;
+use crate::metrics::ControllerMetrics;
 use crate::raft::ControllerRaft;
 use crate::server::answers::{self, Metadata};
 use crate::server::notify::RoleNotifier;
@@ -36,6 +37,8 @@ pub struct ControllerService {
     pub(super) decide: tokio::sync::Mutex<()>,
     /// Wakes the scan before its interval (a broker's connection closed).
     pub(super) scan_now: tokio::sync::Notify,
+    /// Where elections, requests and the gauges are recorded.
+    pub(super) metrics: ControllerMetrics,
 }
 
 impl ControllerService {
@@ -50,6 +53,7 @@ impl ControllerService {
         Self {
             raft,
             runtime: Arc::new(RuntimeConfig::new(&settings)),
+            metrics: ControllerMetrics::new(&settings),
             notifier: Arc::new(RoleNotifier::new(cancel, tracker)),
             settings,
             live: parking_lot::Mutex::new(Liveness::new()),
@@ -71,6 +75,23 @@ impl ControllerService {
     /// The settings as they are now (UPDATE_CONTROLLER_CONFIG changes them).
     pub fn runtime(&self) -> &RuntimeConfig {
         &self.runtime
+    }
+
+    /// Its metric handles.
+    pub fn metrics(&self) -> &ControllerMetrics {
+        &self.metrics
+    }
+
+    /// Sets the metric gauges (leadership, brokers alive) from the state
+    /// now.
+    pub fn refresh_gauges(&self) {
+        let now_ms = self.now_ms();
+        self.metrics.gauges(
+            self.raft.is_leader(),
+            &self.raft.state(),
+            &self.live.lock(),
+            now_ms,
+        );
     }
 
     /// Now, by the injected clock.
@@ -139,7 +160,11 @@ impl RequestHandler for ControllerService {
     ) -> BoxFuture<'static, Option<RemotingCommand>> {
         let channel = (!conn.is_detached()).then_some(conn.id);
         Box::pin(async move {
+            let started = std::time::Instant::now();
             let mut resp = self.answer_on(channel, &req).await?;
+            if !raft_rpc::is_raft_code(req.code) {
+                self.metrics.request(req.code, resp.code, started.elapsed());
+            }
             if req.is_oneway() {
                 return None;
             }

@@ -22,6 +22,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::metrics::GAUGE_REFRESH;
 use crate::raft::{ControllerRaft, NodeId};
 use crate::server::error::ServerError;
 use crate::server::lock::StoreLock;
@@ -84,6 +85,7 @@ impl ControllerServer {
             tracker.clone(),
         ));
         tracker.spawn(scan_loop(Arc::clone(&service), cancel.clone()));
+        tracker.spawn(gauge_loop(Arc::clone(&service), cancel.clone()));
         let stopping = Arc::clone(&service);
         tracker.spawn(async move {
             cancel.cancelled().await;
@@ -104,6 +106,19 @@ impl ControllerServer {
             "controller listening"
         );
         Ok(ControllerHandle { addr, service })
+    }
+}
+
+/// Sets the metric gauges every [`GAUGE_REFRESH`] until `cancel`.
+async fn gauge_loop(service: Arc<ControllerService>, cancel: CancellationToken) {
+    let mut tick = tokio::time::interval(GAUGE_REFRESH);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => break,
+            _ = tick.tick() => service.refresh_gauges(),
+        }
     }
 }
 
@@ -134,6 +149,12 @@ impl ControllerHandle {
     /// A copy of the replicated state as applied here.
     pub fn state(&self) -> ReplicaState {
         self.service.raft().state().clone()
+    }
+
+    /// The text every metric series of this replica contains, to pick
+    /// them out of the process's scrape.
+    pub fn metrics_needle(&self) -> String {
+        self.service.metrics().needle()
     }
 
     /// Runs one scan now (see [`ControllerService::scan_once`]).

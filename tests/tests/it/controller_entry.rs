@@ -114,7 +114,10 @@ async fn agreed_leader(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_standalone_replicas_elect_a_leader_and_replace_it_when_killed() {
     let dir = tempfile::tempdir().unwrap();
-    let ports = free_ports(3);
+    // Controller ports, then each replica's metrics port (Apache's
+    // exporter keys): six distinct ones.
+    let all_ports = free_ports(6);
+    let (ports, metrics_ports) = (all_ports[..3].to_vec(), all_ports[3..].to_vec());
     let ids = ["n0", "n1", "n2"];
     let peers_on = |ports: &[u16]| {
         ids.iter()
@@ -126,13 +129,19 @@ async fn three_standalone_replicas_elect_a_leader_and_replace_it_when_killed() {
     let peers = peers_on(&ports);
     let mut procs = BTreeMap::new();
     let mut addrs = BTreeMap::new();
-    for (id, port) in ids.iter().zip(&ports) {
+    for ((id, port), metrics_port) in ids.iter().zip(&ports).zip(&metrics_ports) {
         let conf = dir.path().join(format!("{id}.conf"));
         std::fs::write(&conf, controller_conf(&peers, id, dir.path())).unwrap();
         let args = vec![
             "--controller-only".to_owned(),
             "-c".to_owned(),
             conf.display().to_string(),
+            "--set".to_owned(),
+            "metricsExporterType=PROM".to_owned(),
+            "--set".to_owned(),
+            "metricsPromExporterHost=127.0.0.1".to_owned(),
+            "--set".to_owned(),
+            format!("metricsPromExporterPort={metrics_port}"),
         ];
         let p = BrokerProcess::start(&dir.path().join(id), id, &args)
             .await
@@ -159,6 +168,22 @@ async fn three_standalone_replicas_elect_a_leader_and_replace_it_when_killed() {
         1,
         "{answers:?}"
     );
+    // Every replica counted the GET_METADATA_INFO it answered, under its
+    // own address, on its own endpoint.
+    for (id, metrics_port) in ids.iter().zip(&metrics_ports) {
+        let text = crate::metrics::scrape(SocketAddr::from(([127, 0, 0, 1], *metrics_port))).await;
+        let counted = text.lines().any(|l| {
+            l.starts_with("rmq_controller_requests_total{")
+                && l.contains(&format!("address=\"{}\"", addrs[*id]))
+                && l.contains("request_type=\"CONTROLLER_GET_METADATA_INFO\"")
+                && l.contains("status=\"success\"")
+        });
+        assert!(counted, "{id}: {text}");
+        assert!(
+            text.contains("# HELP rmq_controller_requests_total"),
+            "{text}"
+        );
+    }
 
     // A fourth process on a running replica's folder fails at start and
     // names the folder.
@@ -212,7 +237,7 @@ async fn three_standalone_replicas_elect_a_leader_and_replace_it_when_killed() {
 /// when a command fails: the output is the verdict).
 /// `ns` is passed as `-n`, so the client never looks for a NameServer
 /// address on the network.
-async fn mqadmin(home: &Path, ns: SocketAddr, args: &[&str]) -> JavaRun {
+pub(crate) async fn mqadmin(home: &Path, ns: SocketAddr, args: &[&str]) -> JavaRun {
     let mut all: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
     all.extend(["-n".to_owned(), ns.to_string()]);
     let run = java::run_main(Client::V5, ADMIN_MAIN, &all, home, COMMAND_TIMEOUT).await;

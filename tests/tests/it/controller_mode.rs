@@ -31,7 +31,7 @@ fn identity(root: &Path) -> String {
 
 /// Creates `topic` on the master at `master` and sends to it through the
 /// NameServer's route.
-async fn send_ok(ns: SocketAddr, master: SocketAddr, topic: &str, n: usize) {
+pub(crate) async fn send_ok(ns: SocketAddr, master: SocketAddr, topic: &str, n: usize) {
     create_topic(master, topic, 2).await;
     let producer = Producer::new(
         ns,

@@ -16,6 +16,7 @@ mod controller_kill_loop;
 mod controller_mode;
 mod controller_partition;
 mod controller_replica_kill;
+mod controller_tools;
 mod cq_ab;
 mod cq_conformance;
 mod cq_model;

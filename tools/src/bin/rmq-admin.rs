@@ -1,10 +1,10 @@
 //! `rmq-admin`: topics, consumer progress, message queries, cluster and
-//! broker config over the remoting protocol.
+//! broker config, controller-mode broker sets over the remoting protocol.
 
 use std::net::SocketAddr;
 
 use clap::{Parser, Subcommand};
-use rmq_tools::{admin, cq_admin};
+use rmq_tools::{admin, controller_admin, cq_admin};
 
 /// Administer an rmq broker and NameServer.
 #[derive(Debug, Parser)]
@@ -89,6 +89,18 @@ enum Cmd {
     /// Run a CommitLog clean pass now (DELETE_EXPIRED_COMMITLOG): expired
     /// segments go whatever the hour.
     Clean,
+    /// Controller mode: each broker set the controller knows — master id
+    /// and address, master epoch, SyncStateSet epoch, and every replica
+    /// in sync or not, alive or not (mqadmin getSyncStateSet).
+    SyncStateSet {
+        /// A controller replica (any: the leader is found from it).
+        #[arg(long)]
+        controller: String,
+        /// A broker set to show (repeatable); without one, every set the
+        /// NameServer (--namesrv) knows.
+        #[arg(long = "broker-name")]
+        broker_names: Vec<String>,
+    },
     /// The consume-queue backends: the serving one and a shadow fed the
     /// same dispatch (compare, then migrate without a restart).
     #[command(subcommand)]
@@ -233,6 +245,12 @@ async fn main() -> anyhow::Result<()> {
         }
         Cmd::Cq(CqCmd::Serve { backend }) => cq_admin::serve(conn, args.broker, &backend).await?,
         Cmd::Cq(CqCmd::DropShadow) => cq_admin::drop_shadow(conn, args.broker).await?,
+        Cmd::SyncStateSet {
+            controller,
+            broker_names,
+        } => {
+            controller_admin::sync_state_set(conn, &controller, &broker_names, args.namesrv).await?
+        }
     };
     print!("{out}");
     Ok(())
