@@ -11,13 +11,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
-import org.apache.rocketmq.client.producer.SendResult;
-import org.apache.rocketmq.client.producer.SendStatus;
 
 /**
  * Masters killed again and again under sync sends (automatic failover): a
@@ -67,32 +62,11 @@ final class FailoverLoopScenario {
 
         Map<String, Place> acked = Collections.synchronizedMap(new HashMap<>());
         List<Long> ackTimes = Collections.synchronizedList(new ArrayList<>());
-        Map<String, Integer> refused = Collections.synchronizedMap(new TreeMap<>());
-        AtomicInteger failures = new AtomicInteger();
-        AtomicBoolean stop = new AtomicBoolean();
-        Thread sender = new Thread(() -> {
-            for (int i = 0; !stop.get(); i++) {
-                String key = "k-" + i;
-                try {
-                    SendResult r = p.send(Env.message(topic, "T", key));
-                    if (r.getSendStatus() == SendStatus.SEND_OK) {
-                        acked.put(key, new Place(r.getMessageQueue().getBrokerName(),
-                            r.getMessageQueue().getQueueId(), r.getQueueOffset()));
-                        ackTimes.add(System.currentTimeMillis());
-                    } else {
-                        refused.merge(r.getSendStatus().name(), 1, Integer::sum);
-                    }
-                } catch (Exception e) {
-                    failures.incrementAndGet();
-                    try {
-                        Thread.sleep(Env.PROBE_INTERVAL_MS);
-                    } catch (InterruptedException ie) {
-                        return;
-                    }
-                }
-            }
-        }, "failover-sender");
-        sender.start();
+        SyncSender sender = new SyncSender(p, topic, "failover-sender", (key, r) -> {
+            acked.put(key, new Place(r.getMessageQueue().getBrokerName(),
+                r.getMessageQueue().getQueueId(), r.getQueueOffset()));
+            ackTimes.add(System.currentTimeMillis());
+        });
 
         Path dir = Paths.get("").toAbsolutePath();
         env.waitFor("the driver's stop-sending", ROUNDS_TIMEOUT_MS, () -> {
@@ -106,9 +80,7 @@ final class FailoverLoopScenario {
             }
             return Boolean.TRUE;
         });
-        stop.set(true);
-        sender.join(SENDER_STOP_MS);
-        if (sender.isAlive()) {
+        if (!sender.stop(SENDER_STOP_MS)) {
             throw env.fail("sender stops", "still sending " + SENDER_STOP_MS + " ms after stop-sending");
         }
         long stoppedAt = System.currentTimeMillis();
@@ -116,7 +88,7 @@ final class FailoverLoopScenario {
         synchronized (acked) {
             expected = new HashMap<>(acked);
         }
-        env.pass("sends", expected.size() + " SEND_OK, " + refused + " refused, " + failures.get()
+        env.pass("sends", expected.size() + " SEND_OK, " + sender.refused + " refused, " + sender.failures.get()
             + " failed");
         reportOutages(env, readKills(dir), ackTimes);
 

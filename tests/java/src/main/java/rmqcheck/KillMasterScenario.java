@@ -7,15 +7,9 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
-import org.apache.rocketmq.client.producer.SendResult;
-import org.apache.rocketmq.client.producer.SendStatus;
 
 /**
  * Nothing a SYNC_MASTER acknowledged is lost when it is killed: a producer
@@ -46,30 +40,7 @@ final class KillMasterScenario {
         DefaultMQProducer p = env.producer("p");
 
         Set<String> acked = Collections.synchronizedSet(new HashSet<>());
-        Map<String, Integer> refused = Collections.synchronizedMap(new TreeMap<>());
-        AtomicInteger failures = new AtomicInteger();
-        AtomicBoolean stop = new AtomicBoolean();
-        Thread sender = new Thread(() -> {
-            for (int i = 0; !stop.get(); i++) {
-                String key = "k-" + i;
-                try {
-                    SendResult r = p.send(Env.message(topic, "T", key));
-                    if (r.getSendStatus() == SendStatus.SEND_OK) {
-                        acked.add(key);
-                    } else {
-                        refused.merge(r.getSendStatus().name(), 1, Integer::sum);
-                    }
-                } catch (Exception e) {
-                    failures.incrementAndGet();
-                    try {
-                        Thread.sleep(Env.PROBE_INTERVAL_MS);
-                    } catch (InterruptedException ie) {
-                        return;
-                    }
-                }
-            }
-        }, "killmaster-sender");
-        sender.start();
+        SyncSender sender = new SyncSender(p, topic, "killmaster-sender", (key, r) -> acked.add(key));
 
         env.waitFor(acksBeforeKill + " acknowledged sends", KILL_TIMEOUT_MS,
             () -> acked.size() >= acksBeforeKill ? Boolean.TRUE : null);
@@ -93,16 +64,14 @@ final class KillMasterScenario {
         c.subscribe(topic, "*");
         c.registerMessageListener(BasicScenarios.collect(rec, "c"));
         env.start(c);
-        stop.set(true);
-        sender.join(SENDER_STOP_MS);
-        if (sender.isAlive()) {
+        if (!sender.stop(SENDER_STOP_MS)) {
             throw env.fail("sender stops", "still sending " + SENDER_STOP_MS + " ms after the kill");
         }
         List<String> expected;
         synchronized (acked) {
             expected = new ArrayList<>(acked);
         }
-        env.pass("sends", expected.size() + " SEND_OK, " + refused + " refused, " + failures.get()
+        env.pass("sends", expected.size() + " SEND_OK, " + sender.refused + " refused, " + sender.failures.get()
             + " failed (the master gone)");
 
         long lastAt = -1;
