@@ -128,6 +128,27 @@ pub fn controller_mode_settings(root: &Path, backend: CqBackend, ns: &str, ctl: 
     s
 }
 
+/// Starts two brokers of [`SET`] with [`controller_mode_settings`], their
+/// stores in `dir/a` and `dir/b`: `a` first, waited for as master at epoch
+/// 1, then `b`, waited for as its slave.
+pub async fn start_master_and_slave(
+    dir: &Path,
+    backend: CqBackend,
+    ns: &str,
+    ctl: &str,
+    wait: Duration,
+) -> (Broker, Broker) {
+    let a = Broker::start(controller_mode_settings(&dir.join("a"), backend, ns, ctl))
+        .await
+        .unwrap();
+    wait_role(&a, BrokerRole::SyncMaster, 1, wait).await;
+    let b = Broker::start(controller_mode_settings(&dir.join("b"), backend, ns, ctl))
+        .await
+        .unwrap();
+    wait_role(&b, BrokerRole::Slave, 1, wait).await;
+    (a, b)
+}
+
 /// Waits until `b` is `role` at a master epoch of at least `epoch`.
 pub async fn wait_role(b: &Broker, role: BrokerRole, epoch: i32, wait: Duration) {
     let deadline = Instant::now() + wait;

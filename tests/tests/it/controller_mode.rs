@@ -10,15 +10,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmq_broker::broker::Broker;
 use rmq_broker::ha::BrokerRole;
 use rmq_client::OutMessage;
 use rmq_client::{Producer, ProducerOptions};
 use rmq_common::config::CqBackend;
 use rmq_common::time::SystemClock;
 use rmq_tests::controller_fixture::{
-    controller_group, controller_mode_settings as settings, create_topic, held, wait_in_sync,
-    wait_role, wait_routed_master, SET,
+    controller_group, create_topic, held, start_master_and_slave, wait_in_sync, wait_role,
+    wait_routed_master, SET,
 };
 use rmq_tests::fixtures::TestNameServer;
 
@@ -63,14 +62,7 @@ async fn roles_and_failover(backend: CqBackend) {
     let ns = TestNameServer::start(rmq_common::time::now_ms()).await;
     let ns_addr = ns.ns.addr.to_string();
     let (ra, rb) = (dir.path().join("a"), dir.path().join("b"));
-    let a = Broker::start(settings(&ra, backend, &ns_addr, &ctl_addr))
-        .await
-        .unwrap();
-    wait_role(&a, BrokerRole::SyncMaster, 1, WAIT).await;
-    let b = Broker::start(settings(&rb, backend, &ns_addr, &ctl_addr))
-        .await
-        .unwrap();
-    wait_role(&b, BrokerRole::Slave, 1, WAIT).await;
+    let (a, b) = start_master_and_slave(dir.path(), backend, &ns_addr, &ctl_addr, WAIT).await;
     assert_eq!(identity(&ra), format!("DefaultCluster#{SET}#1"));
     assert_eq!(identity(&rb), format!("DefaultCluster#{SET}#2"));
     assert_eq!(a.context().role.broker_id(), 0);

@@ -19,8 +19,8 @@ use rmq_client::{OutMessage, Producer, ProducerOptions};
 use rmq_common::config::CqBackend;
 use rmq_common::time::SystemClock;
 use rmq_tests::controller_fixture::{
-    agreed_leader, assert_acked_on, controller_addrs, controller_group, controller_mode_settings,
-    create_topic, wait_in_sync, wait_role, wait_routed_master, Acked, ControllerReplica,
+    agreed_leader, assert_acked_on, controller_addrs, controller_group, create_topic,
+    start_master_and_slave, wait_in_sync, wait_role, wait_routed_master, Acked, ControllerReplica,
 };
 use rmq_tests::fixtures::TestNameServer;
 use tokio_util::sync::CancellationToken;
@@ -155,15 +155,7 @@ async fn leader_and_master_killed(backend: CqBackend) {
     let ctl = controller_addrs(&group);
     let ns = TestNameServer::start(rmq_common::time::now_ms()).await;
     let ns_addr = ns.ns.addr.to_string();
-    let (ra, rb) = (dir.path().join("a"), dir.path().join("b"));
-    let a = Broker::start(controller_mode_settings(&ra, backend, &ns_addr, &ctl))
-        .await
-        .unwrap();
-    wait_role(&a, BrokerRole::SyncMaster, 1, WAIT).await;
-    let b = Broker::start(controller_mode_settings(&rb, backend, &ns_addr, &ctl))
-        .await
-        .unwrap();
-    wait_role(&b, BrokerRole::Slave, 1, WAIT).await;
+    let (a, b) = start_master_and_slave(dir.path(), backend, &ns_addr, &ctl, WAIT).await;
     create_topic(a.addr(), TOPIC, QUEUES).await;
     wait_in_sync(&a, b.context().role.now().controller_id, WAIT).await;
     let old_epoch = a.context().role.now().master_epoch;

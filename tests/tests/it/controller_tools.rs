@@ -8,7 +8,6 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
-use rmq_broker::broker::Broker;
 use rmq_broker::ha::BrokerRole;
 use rmq_client::Connector;
 use rmq_common::config::CqBackend;
@@ -18,7 +17,7 @@ use rmq_tools::controller_admin;
 
 use crate::controller_entry::mqadmin;
 use rmq_tests::controller_fixture::{
-    controller_group, controller_mode_settings, wait_in_sync, wait_role, SET,
+    controller_group, start_master_and_slave, wait_in_sync, wait_role, SET,
 };
 use rmq_tests::fixtures::TestNameServer;
 
@@ -85,24 +84,8 @@ async fn mqadmin_and_rmq_admin_read_and_move_the_master() {
     let ctl_addr = ctl.handle.addr.to_string();
     let ns = TestNameServer::start(rmq_common::time::now_ms()).await;
     let ns_addr = ns.ns.addr.to_string();
-    let a = Broker::start(controller_mode_settings(
-        &dir.path().join("a"),
-        CqBackend::File,
-        &ns_addr,
-        &ctl_addr,
-    ))
-    .await
-    .unwrap();
-    wait_role(&a, BrokerRole::SyncMaster, 1, WAIT).await;
-    let b = Broker::start(controller_mode_settings(
-        &dir.path().join("b"),
-        CqBackend::File,
-        &ns_addr,
-        &ctl_addr,
-    ))
-    .await
-    .unwrap();
-    wait_role(&b, BrokerRole::Slave, 1, WAIT).await;
+    let (a, b) =
+        start_master_and_slave(dir.path(), CqBackend::File, &ns_addr, &ctl_addr, WAIT).await;
     send_ok(ns.ns.addr, a.addr(), "ToolsTopic", 5).await;
     wait_in_sync(&a, 2, WAIT).await;
     let (a_addr, b_addr) = (a.addr().to_string(), b.addr().to_string());
