@@ -50,6 +50,39 @@ pub fn sync_dir(dir: &Path) -> Result<(), AtomicWriteError> {
         })
 }
 
+/// Makes `path`'s entry in its folder durable: fsyncs the folder holding
+/// it (the current folder for a bare name).
+pub fn sync_parent(path: &Path) -> std::io::Result<()> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    File::open(parent.unwrap_or(Path::new(".")))?.sync_all()
+}
+
+/// `std::fs::create_dir_all` that also makes each folder it creates
+/// durable: after making a folder it fsyncs the folder holding it, so a
+/// power cut cannot take away a folder whose files were synced (a strict
+/// file system, ext4 without `auto_da_alloc` among them, keeps a new entry
+/// only once its folder is synced). Folders that already exist are left
+/// as they are.
+pub fn create_dir_all_durable(dir: &Path) -> std::io::Result<()> {
+    let mut missing = Vec::new();
+    let mut at = Some(dir);
+    while let Some(d) = at.filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
+        missing.push(d);
+        at = d.parent();
+    }
+    for d in missing.into_iter().rev() {
+        match std::fs::create_dir(d) {
+            Ok(()) => {}
+            // Another thread made it first; syncing its parent again is
+            // harmless and covers that thread's window.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => {}
+            Err(e) => return Err(e),
+        }
+        sync_parent(d)?;
+    }
+    Ok(())
+}
+
 /// A meta file (`config/topics.json`, `consumerOffset.json`,
 /// `subscriptionGroup.json`, `delayOffset.json`) could not be read or
 /// written.
@@ -127,6 +160,24 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T
     }
 }
 
+/// Writes the `key=value` lines `ours` into the properties file at `path`
+/// atomically, keeping the lines of another writer that set other keys
+/// ([`crate::properties::merged`]).
+pub fn write_properties(path: &Path, ours: &str) -> Result<(), MetaError> {
+    let existing = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => {
+            return Err(MetaError::Io {
+                action: "read",
+                path: path.to_owned(),
+                source,
+            })
+        }
+    };
+    write_bytes(path, crate::properties::merged(&existing, ours).as_bytes())
+}
+
 /// Writes a JSON file atomically (temp file, fsync, rename).
 pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), MetaError> {
     write_bytes(path, &encode_json(path, value)?)
@@ -144,7 +195,7 @@ pub fn encode_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<Vec<u8
 /// fsync), creating its folder first.
 pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), MetaError> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|source| MetaError::Io {
+        create_dir_all_durable(dir).map_err(|source| MetaError::Io {
             action: "create the folder of",
             path: path.to_owned(),
             source,

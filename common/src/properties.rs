@@ -32,6 +32,25 @@ pub fn parse(text: &str) -> Vec<(String, String)> {
     out
 }
 
+/// `ours` (`key=value` lines) written over `existing`: the lines of
+/// `existing` that do not set a key `ours` sets, then `ours`. A properties
+/// file two writers share keeps both's keys (Apache's namesrv.conf gives
+/// the NameServer and its embedded controller one `configStorePath`).
+pub fn merged(existing: &str, ours: &str) -> String {
+    let mine: Vec<String> = parse(ours).into_iter().map(|(k, _)| k).collect();
+    let mut out = String::new();
+    for line in existing.lines() {
+        let t = line.trim_start();
+        let comment = t.starts_with('#') || t.starts_with('!');
+        if !t.is_empty() && (comment || !mine.contains(&split(t).0)) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.push_str(ours);
+    out
+}
+
 /// An odd number of trailing backslashes continues the line.
 fn ends_with_continuation(line: &str) -> bool {
     line.chars().rev().take_while(|c| *c == '\\').count() % 2 == 1
@@ -89,7 +108,19 @@ fn unescape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> char {
 
 #[cfg(test)]
 mod tests {
-    use super::parse;
+    use super::{merged, parse};
+
+    #[test]
+    fn merged_keeps_the_other_writers_keys_and_replaces_ours() {
+        let existing =
+            "# by the controller\nscanInactiveMasterInterval=7000\nnamesrvBrokerExpiry=1000\n";
+        let out = merged(existing, "namesrvBrokerExpiry=30000\n");
+        assert_eq!(
+            out,
+            "# by the controller\nscanInactiveMasterInterval=7000\nnamesrvBrokerExpiry=30000\n"
+        );
+        assert_eq!(merged("", "a=1\n"), "a=1\n");
+    }
 
     fn pairs(text: &str) -> Vec<(String, String)> {
         parse(text)

@@ -52,6 +52,7 @@ pub use put::{is_permanent, wants_wait, PutMessageResult, PutStatus};
 pub use rmq_store_file::epoch_file::EpochEntry;
 pub use verify::{Difference, VerifyError, VerifyOptions, VerifyReport};
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
@@ -222,7 +223,55 @@ impl MessageStore {
         Ok(())
     }
 
-    /// CLEAN_EXPIRED_CONSUMEQUEUE: drops the consume queues of topics
+    /// CLEAN_EXPIRED_CONSUMEQUEUE, as RocketMQ's `cleanExpiredConsumerQueue`:
+    /// moves every queue's min offset up to the CommitLog's, then removes
+    /// the consume queues whose last unit points below the CommitLog's
+    /// minimum (every message they indexed is gone), with their next
+    /// offsets, so the next message there is at 0 as in RocketMQ. Topics
+    /// with any message still stored keep every queue. RocketMQ decides
+    /// per queue; this decides per topic: a topic with some queues
+    /// expired and others not keeps them all. Returns the topics removed
+    /// (and the expired light message queues).
+    pub fn clean_expired_queues(&self) -> Result<Vec<String>, rmq_store_file::StoreError> {
+        let cq = self.consume_queue();
+        self.dispatcher
+            .correct_min_offset(self.commit_log.min_offset())?;
+        let mut topics: BTreeMap<String, HashMap<i32, i64>> = BTreeMap::new();
+        let mut live: BTreeSet<String> = BTreeSet::new();
+        for q in cq.queues()? {
+            // RocketMQ leaves the delay levels' queues alone.
+            if rmq_common::names::is_lmq(&q.topic)
+                || q.topic == rmq_common::constants::SCHEDULE_TOPIC
+            {
+                continue;
+            }
+            let (min, max) = (
+                cq.min_offset(&q.topic, q.queue_id)?,
+                cq.max_offset(&q.topic, q.queue_id)?,
+            );
+            if min < max {
+                live.insert(q.topic.clone());
+            }
+            topics.entry(q.topic).or_default().insert(q.queue_id, max);
+        }
+        let mut gone = Vec::new();
+        for (topic, max) in topics {
+            if live.contains(&topic) || !self.commit_log.forget_topic_unless_ahead(&topic, &max) {
+                continue;
+            }
+            for backend in self.dispatcher.backends() {
+                backend.delete_topic(&topic)?;
+            }
+            gone.push(topic);
+        }
+        if !gone.is_empty() {
+            tracing::info!(topics = ?gone, "removed consume queues whose messages all expired");
+        }
+        gone.extend(self.remove_expired_lmqs()?);
+        Ok(gone)
+    }
+
+    /// CLEAN_UNUSED_TOPIC: drops the consume queues of topics
     /// `keep` says no longer exist, then moves every queue's min offset up
     /// to the CommitLog's; returns the topics dropped.
     pub fn clean_unused_topics(

@@ -46,7 +46,8 @@ impl MappedFile {
     /// temporary `.tmp` name and then linked to `path`, so a crash during
     /// creation leaves a `.tmp` file (which loading removes), never a short
     /// file under the real name; the link never replaces a file another
-    /// thread made first (that one is mapped instead).
+    /// thread made first (that one is mapped instead). The folder is synced
+    /// once the name is in place, so the file outlives a power cut.
     pub fn create(path: &Path, file_from_offset: i64, size: usize) -> io::Result<Self> {
         Self::create_with(path, file_from_offset, size, false)
     }
@@ -78,11 +79,19 @@ impl MappedFile {
             .create(true)
             .truncate(true)
             .open(&tmp)
-            .and_then(|file| Self::make_whole(&tmp, file, size, allocate));
+            .and_then(|file| Self::make_whole(&tmp, file, size, allocate))
+            // Its length is durable before its name is: a power cut never
+            // leaves a short file under the real name.
+            .and_then(|file| file.sync_all().map(|()| file));
         let linked = made.and_then(|file| std::fs::hard_link(&tmp, path).map(|()| file));
         let _ = std::fs::remove_file(&tmp);
         match linked {
-            Ok(file) => Self::map(path, file, from, size, 0),
+            Ok(file) => {
+                // The new name must survive a power cut before anything
+                // written into the file is promised.
+                rmq_common::meta_file::sync_parent(path)?;
+                Self::map(path, file, from, size, 0)
+            }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 Self::reuse(path, from, size, allocate)
             }
@@ -398,9 +407,7 @@ impl MappedFile {
                 return Err(e);
             }
         };
-        if let Some(dir) = self.path.parent() {
-            File::open(dir)?.sync_all()?;
-        }
+        rmq_common::meta_file::sync_parent(&self.path)?;
         Self::map(
             &self.path,
             file,

@@ -19,7 +19,7 @@ pub struct RootLock {
 impl RootLock {
     /// Takes the lock, creating the root if needed.
     pub fn acquire(root: &Path) -> Result<Self> {
-        std::fs::create_dir_all(root)
+        rmq_common::meta_file::create_dir_all_durable(root)
             .map_err(|e| StoreError::io(format!("create store root {}", root.display()), e))?;
         let path = root.join("lock");
         let file = OpenOptions::new()

@@ -55,7 +55,7 @@ impl RocksConsumeQueueStore {
         // the rest of the config is the broker's business.
         options::check(config)?;
         let dir = config.rocksdb_consume_queue_dir();
-        std::fs::create_dir_all(&dir)
+        rmq_common::meta_file::create_dir_all_durable(&dir)
             .map_err(|e| CqError::io(format!("create {}", dir.display()), e))?;
         let commit_log_min = Arc::new(AtomicI64::new(0));
         let db = Db::open(&dir, options::build(config, Arc::clone(&commit_log_min))?)?;

@@ -300,7 +300,8 @@ impl Journal {
         let mut file = self.file.lock();
         if file.is_none() {
             if let Some(dir) = self.path.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| io("create the folder of", e))?;
+                rmq_common::meta_file::create_dir_all_durable(dir)
+                    .map_err(|e| io("create the folder of", e))?;
             }
             let created = !self.path.exists();
             let f = OpenOptions::new()

@@ -172,7 +172,7 @@ fn write(path: &Path, text: &str) -> Result<(), IdentityError> {
         source,
     };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
+        rmq_common::meta_file::create_dir_all_durable(dir).map_err(io)?;
     }
     let tmp = path.with_extension("writing");
     let mut f = std::fs::File::create(&tmp).map_err(io)?;

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
-use rmq_common::meta_file::write_bytes;
+use rmq_common::meta_file::write_properties;
 use rmq_common::remoting::ResponseCode;
 
 use crate::config::{parse_flag, parse_interval_ms, parse_tries, ControllerConfigError, DLEDGER};
@@ -242,7 +242,7 @@ impl RuntimeConfig {
         self.changed.notify_one();
         tracing::info!(update = %body.trim(), "controller settings updated");
         match &self.store_path {
-            Some(path) => write_bytes(path, self.text().as_bytes()).map_err(|e| Refusal {
+            Some(path) => write_properties(path, &self.text()).map_err(|e| Refusal {
                 code: ResponseCode::SystemError,
                 remark: e.to_string(),
             }),

@@ -230,6 +230,22 @@ impl CommitLog {
         put.lmq.forget(topic);
     }
 
+    /// Forgets `topic`'s next queue offsets unless an append took an
+    /// offset at or past `max` (its consume queue's max offset, by queue)
+    /// that dispatch has not written yet; true if forgotten. A topic whose
+    /// queues all expired is removed only then.
+    pub fn forget_topic_unless_ahead(&self, topic: &str, max: &HashMap<i32, i64>) -> bool {
+        let mut put = self.put.lock();
+        let ahead = put.queue_offsets.get(topic).is_some_and(|next| {
+            next.iter()
+                .any(|(q, n)| *n > max.get(q).copied().unwrap_or(0))
+        });
+        if !ahead {
+            put.queue_offsets.remove(topic);
+        }
+        !ahead
+    }
+
     /// Where an LMQ's next offset comes from the first time it is appended
     /// to (the serving consume queue's max offset).
     pub fn set_lmq_offset_source(&self, source: Arc<dyn LmqOffsetSource>) {

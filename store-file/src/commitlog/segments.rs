@@ -50,7 +50,7 @@ impl SegmentQueue {
     /// Loads the segments in `dir` (created if missing). Each must have a
     /// 20-digit name, be `segment_size` bytes, and follow the previous one.
     pub fn load(dir: &Path, segment_size: usize) -> Result<Self> {
-        std::fs::create_dir_all(dir)
+        rmq_common::meta_file::create_dir_all_durable(dir)
             .map_err(|e| StoreError::io(format!("create {}", dir.display()), e))?;
         let mut found = Vec::new();
         let entries = std::fs::read_dir(dir)

@@ -106,6 +106,54 @@ fn bad_messages_get_named_errors() {
     assert_eq!(log.max_offset(), 0, "nothing was written");
 }
 
+/// Each segment's records from its first: starts and held sizes, a blank
+/// tail not listed, and on a replica a record the log ends inside listed
+/// with the bytes it holds.
+#[test]
+fn records_from_lists_starts_and_held_bytes_up_to_a_partial_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path(), 4096);
+    let (log, _) = open(&c, false);
+    let mut results = Vec::new();
+    for i in 0..60 {
+        results.push(
+            log.append(&msg("T", 0, &vec![i as u8; 100 + i % 50]))
+                .unwrap(),
+        );
+    }
+    assert!(log.segments().snapshot().len() > 1);
+    for seg in log.segments().snapshot() {
+        let base = seg.file_from_offset();
+        let want: Vec<_> = results
+            .iter()
+            .filter(|r| r.phy_offset / 4096 * 4096 == base)
+            .map(|r| (r.phy_offset, r.size as usize))
+            .collect();
+        assert_eq!(log.records_from(base), want, "segment {base}");
+        assert_eq!(log.record_held(base), Some(want[0].1));
+        // From a later record of the segment: the rest of them.
+        assert_eq!(log.records_from(want[1].0), want[1..], "segment {base}");
+    }
+
+    // A replica ending 10 bytes into the last record.
+    let last = results.last().unwrap();
+    let base = last.phy_offset / 4096 * 4096;
+    let cut = last.phy_offset + 10;
+    let bytes = log
+        .select(base, (cut - base) as usize)
+        .unwrap()
+        .bytes()
+        .to_vec();
+    let sdir = tempfile::tempdir().unwrap();
+    let (slave, _) = open(&config(sdir.path(), 4096), false);
+    slave.append_replica(base, &bytes).unwrap();
+    let listed = slave.records_from(base);
+    assert_eq!(listed.last(), Some(&(last.phy_offset, 10)));
+    assert_eq!(slave.record_held(last.phy_offset), Some(10));
+    assert_eq!(slave.record_held(last.phy_offset + 1), None);
+    assert_eq!(listed.len(), log.records_from(base).len());
+}
+
 #[test]
 fn records_never_straddle_segments() {
     let dir = tempfile::tempdir().unwrap();

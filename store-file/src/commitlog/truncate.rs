@@ -74,6 +74,32 @@ impl CommitLog {
         at.min(max)
     }
 
+    /// The records from `from` (a record start) to the end of its
+    /// segment's data: each one's start and how many of its bytes this log
+    /// holds, which is fewer than its size for a record the log ends
+    /// inside (a slave's log ends wherever a transfer stopped). Stops at a
+    /// blank, at zeroes and at bytes that are no message head.
+    pub fn records_from(&self, from: i64) -> Vec<(i64, usize)> {
+        let mut out = Vec::new();
+        let Some(sel) = self.select_from(from) else {
+            return out;
+        };
+        let bytes = sel.bytes();
+        let mut pos = 0usize;
+        // A record held in part is the last: `pos` then reaches the end.
+        while let Some(held) = message_held(&bytes[pos..]) {
+            out.push((from + pos as i64, held));
+            pos += held;
+        }
+        out
+    }
+
+    /// How many bytes of the record starting at `at` this log holds (see
+    /// [`CommitLog::records_from`]); `None` where no message starts there.
+    pub fn record_held(&self, at: i64) -> Option<usize> {
+        message_held(self.select_from(at)?.bytes())
+    }
+
     /// Cuts the log at `offset` (a record boundary in `[min, max]`, else a
     /// typed error and nothing changes): later bytes and segments go, the
     /// put path's queue-offset tables are emptied (the caller rebuilds them
@@ -93,5 +119,14 @@ impl CommitLog {
         put.lmq.clear();
         self.flushed_where.fetch_min(offset, Ordering::AcqRel);
         Ok(())
+    }
+}
+
+/// The bytes of the message whose head starts `bytes` that `bytes` holds
+/// (all of it, or the part before their end).
+fn message_held(bytes: &[u8]) -> Option<usize> {
+    match peek_frame(bytes) {
+        Ok(Frame::Message { total_size }) => Some(total_size.min(bytes.len())),
+        _ => None,
     }
 }

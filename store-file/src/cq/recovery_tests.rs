@@ -150,6 +150,28 @@ fn reopen_keeps_offsets_and_dispatched() {
 }
 
 #[test]
+fn a_cut_during_the_first_flush_redispatches_what_unsynced_queues_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = FileConsumeQueueStore::open(&config(dir.path())).unwrap();
+    // Interleaved records: "a" at 0, 200, 400..., "b" at 100, 300, 500...
+    let puts: Vec<CqPut> = (0..5)
+        .flat_map(|i| [unit("a", 0, i, i * 200), unit("b", 0, i, i * 200 + 100)])
+        .collect();
+    s.put(&puts, 1000).unwrap();
+    // A power cut in the middle of the store's first flush: "b" was
+    // synced, "a" (its folder too) and the checkpoint were not.
+    drop(s);
+    std::fs::remove_dir_all(dir.path().join("consumequeue/a")).unwrap();
+    let s = FileConsumeQueueStore::open(&config(dir.path())).unwrap();
+    assert_eq!(s.max_offset("b", 0).unwrap(), 5);
+    assert_eq!(
+        s.dispatched_phy_offset().unwrap(),
+        0,
+        "reput must start where every queue still has what it was given"
+    );
+}
+
+#[test]
 fn corrupt_layout_is_an_error_naming_the_path() {
     let cases: [(&str, &[u8]); 4] = [
         ("t/0/123", &[0u8; FILE_BYTES as usize]),

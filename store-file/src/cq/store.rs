@@ -59,8 +59,8 @@ impl FileConsumeQueueStore {
     /// `config.consume_queue_dir()`. Validates every queue folder and file
     /// name and size ([`CqError::Corrupt`] names the path), finds each
     /// queue's offsets without mapping its files, and restores the
-    /// dispatched offset from its checkpoint (or, without one, the highest
-    /// record end of any queue).
+    /// dispatched offset from its checkpoint (or, without one, takes the
+    /// highest record end of any queue and writes the checkpoint).
     pub fn open(config: &StoreConfig) -> Result<Self, CqError> {
         let file_size = config.mapped_file_size_consume_queue_bytes;
         if file_size == 0 || !file_size.is_multiple_of(CQ_UNIT_SIZE) || file_size > i32::MAX as u64
@@ -70,7 +70,7 @@ impl FileConsumeQueueStore {
             )));
         }
         let root = config.consume_queue_dir();
-        std::fs::create_dir_all(&root).map_err(io_err("create", &root))?;
+        rmq_common::meta_file::create_dir_all_durable(&root).map_err(io_err("create", &root))?;
         checkpoint::remove_temp_files(&root)?;
         let env = Env {
             pool: MappingPool::new(config.max_mapped_consume_queue_files as usize, file_size),
@@ -82,7 +82,7 @@ impl FileConsumeQueueStore {
         let snapshot = checkpoint::read_min_offsets(&env.root);
         let next_uid = AtomicU64::new(0);
         let handles = load::load_all(&env, &snapshot, &next_uid)?;
-        let persisted = checkpoint::read_dispatched(&env.root)?;
+        let checkpointed = checkpoint::read_dispatched(&env.root)?;
         let mut map = QueueMap::new();
         let mut max_end = 0i64;
         let lmq_queues = handles.iter().filter(|h| is_lmq(&h.key.topic)).count() as u64;
@@ -92,18 +92,32 @@ impl FileConsumeQueueStore {
                 .or_default()
                 .insert(h.key.queue_id, h);
         }
+        // Without a checkpoint (a new store, or one another broker wrote)
+        // the highest record end of any queue is taken, and written down at
+        // once. A store of ours then always has one: a power cut in the
+        // middle of its first flush, with some queues synced and others
+        // not, must not leave it to this guess (the power-loss tests saw
+        // the queues that were not synced skip what they lost).
+        let dispatched = match checkpointed {
+            Some(d) => d,
+            None => {
+                checkpoint::write_dispatched(&env.root, max_end)?;
+                max_end
+            }
+        };
         tracing::info!(
             root = %env.root.display(),
             queues = map.values().map(BTreeMap::len).sum::<usize>(),
-            dispatched = persisted.unwrap_or(max_end),
+            dispatched,
+            from_checkpoint = checkpointed.is_some(),
             "file consume queue opened"
         );
         Ok(Self {
             env,
             queues: RwLock::new(map),
             next_uid,
-            dispatched: AtomicI64::new(persisted.unwrap_or(max_end)),
-            flush_lock: Mutex::new(persisted),
+            dispatched: AtomicI64::new(dispatched),
+            flush_lock: Mutex::new(Some(dispatched)),
             closed: AtomicBool::new(false),
             poison: Mutex::new(None),
             lmq_queues: AtomicU64::new(lmq_queues),

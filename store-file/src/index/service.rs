@@ -49,7 +49,8 @@ impl IndexService {
     pub fn open(config: &StoreConfig) -> Result<Self, IndexError> {
         let geometry = Geometry::from_config(config)?;
         let dir = config.index_dir();
-        std::fs::create_dir_all(&dir).map_err(|e| IndexError::io(&dir, "create folder", e))?;
+        rmq_common::meta_file::create_dir_all_durable(&dir)
+            .map_err(|e| IndexError::io(&dir, "create folder", e))?;
         let mut names = Vec::new();
         let listing = std::fs::read_dir(&dir).map_err(|e| IndexError::io(&dir, "list", e))?;
         for item in listing {

@@ -50,7 +50,8 @@ impl RocksTimerStore {
     /// Opens (or creates) the database under `root`.
     pub fn open(root: &Path) -> Result<Self, TimerError> {
         let path = root.join(DB_DIR);
-        std::fs::create_dir_all(&path).map_err(TimerError::io("create", &path))?;
+        rmq_common::meta_file::create_dir_all_durable(&path)
+            .map_err(TimerError::io("create", &path))?;
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);

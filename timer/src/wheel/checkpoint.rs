@@ -90,7 +90,8 @@ impl TimerCheckpoint {
     /// Writes `path` atomically.
     pub fn store(&self, path: &Path) -> Result<(), TimerError> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(TimerError::io("create", dir))?;
+            rmq_common::meta_file::create_dir_all_durable(dir)
+                .map_err(TimerError::io("create", dir))?;
         }
         rmq_common::meta_file::write_atomically(path, &self.encode()).map_err(|e| TimerError::Io {
             op: e.step,

@@ -39,7 +39,8 @@ impl TimerLog {
     /// Opens the folder (creating it); the write position is the end of
     /// the last file until recovery sets it.
     pub fn open(dir: &Path, file_size: i64) -> Result<Self, TimerError> {
-        std::fs::create_dir_all(dir).map_err(TimerError::io("create", dir))?;
+        rmq_common::meta_file::create_dir_all_durable(dir)
+            .map_err(TimerError::io("create", dir))?;
         let mut files = BTreeMap::new();
         for e in std::fs::read_dir(dir).map_err(TimerError::io("list", dir))? {
             let e = e.map_err(TimerError::io("list", dir))?;

@@ -68,7 +68,8 @@ impl WheelTimerStore {
                 "precision {precision} ms and timer log file size {log_file_size} must be positive and hold a unit"
             )));
         }
-        std::fs::create_dir_all(root).map_err(TimerError::io("create", root))?;
+        rmq_common::meta_file::create_dir_all_durable(root)
+            .map_err(TimerError::io("create", root))?;
         let ckpt = TimerCheckpoint::load(&root.join(CHECKPOINT_FILE))?;
         let mut wheel = Wheel::open(&root.join(WHEEL_FILE), precision)?;
         let mut log = TimerLog::open(&root.join(LOG_DIR), log_file_size)?;
