@@ -110,16 +110,26 @@ async fn bind(ip: &str, port: u16) -> Result<TcpListener, BrokerError> {
 impl Broker {
     /// Opens the store (recovering it), binds the listeners, registers with
     /// the NameServers and starts serving.
+    /// A start that fails stops what it had started (its NameServer,
+    /// controller, listeners and watches) before it answers.
     pub async fn start(settings: Settings) -> Result<Self, BrokerError> {
-        let cancel = CancellationToken::new();
-        let tracker = TaskTracker::new();
+        let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
+        let started = Self::start_on(settings, cancel.clone(), tracker.clone()).await;
+        unwind_on_error(started, &cancel, &tracker).await
+    }
+
+    async fn start_on(
+        settings: Settings,
+        cancel: CancellationToken,
+        tracker: TaskTracker,
+    ) -> Result<Self, BrokerError> {
         let ip = settings.broker.broker_ip1.clone();
         let (listener, fast_listener) = bind_client_ports(&ip, &settings.broker).await?;
         let addr = listener.local_addr().map_err(|source| BrokerError::Bind {
             addr: ip.clone(),
             source,
         })?;
-        let acl = open_acl(&settings, &cancel, &tracker)?;
+        let acl = crate::acl_setup::open_acl(&settings, &cancel, &tracker)?;
         let tls = settings.broker.tls_settings()?;
         // The certificate names both addresses: slaves reach the HA port
         // on brokerIP2.
@@ -131,7 +141,10 @@ impl Broker {
             .server(&names)
             .map_err(|e| BrokerError::Tls(e.to_string()))?;
         let connector = rmq_client::Connector::new()
-            .with_credentials(settings.broker.inner_credentials()?)
+            .with_credentials(crate::acl_setup::own_credentials(
+                &settings,
+                acl.as_deref(),
+            )?)
             .with_tls(tls.client().map_err(|e| BrokerError::Tls(e.to_string()))?);
         if let Some(t) = &tls_server {
             tracing::info!(mode = ?t.mode(), outbound = tls.outbound, "TLS on the broker's ports");
@@ -727,29 +740,57 @@ impl StandaloneNameServer {
     }
 }
 
-/// Starts a NameServer on `brokerIP1:namesrvListenPort` only, and with
+/// Starts a NameServer on `namesrvListenPort` (namesrv.conf's
+/// `listenPort`) at `bindAddress` or `brokerIP1`, and with
 /// `enableControllerInNamesrv` a controller replica on its own peer port
-/// (Apache's embedded controller).
+/// (Apache's embedded controller). Settings from
+/// [`Settings::load_namesrv`].
 pub async fn run_namesrv_only(settings: &Settings) -> Result<StandaloneNameServer, BrokerError> {
+    let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
+    let started = namesrv_only_on(settings, cancel.clone(), tracker.clone()).await;
+    unwind_on_error(started, &cancel, &tracker).await
+}
+
+/// When `started` failed, cancels and waits (bounded) for the tasks the
+/// start had spawned on `tracker`, so none outlives the error: no port
+/// stays bound, no file watched.
+async fn unwind_on_error<T>(
+    started: Result<T, BrokerError>,
+    cancel: &CancellationToken,
+    tracker: &TaskTracker,
+) -> Result<T, BrokerError> {
+    if started.is_err() {
+        cancel.cancel();
+        tracker.close();
+        if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(grace = ?SHUTDOWN_GRACE, "tasks of a failed start still run past the grace");
+        }
+    }
+    started
+}
+
+async fn namesrv_only_on(
+    settings: &Settings,
+    cancel: CancellationToken,
+    tracker: TaskTracker,
+) -> Result<StandaloneNameServer, BrokerError> {
     let controller_config = settings.controller_config()?;
     let port = u16::try_from(settings.broker.namesrv_listen_port).unwrap_or(9876);
-    let cancel = CancellationToken::new();
-    let tracker = TaskTracker::new();
-    let acl = open_acl(settings, &cancel, &tracker)?;
+    let acl = crate::acl_setup::open_acl(settings, &cancel, &tracker)?;
     let tls = settings
         .broker
         .tls_settings()?
         .server(std::slice::from_ref(&settings.broker.broker_ip1))
         .map_err(|e| BrokerError::Tls(e.to_string()))?;
-    let handle = start_namesrv(
-        settings,
-        (acl, tls),
-        &settings.broker.broker_ip1,
-        port,
-        &cancel,
-        &tracker,
-    )
-    .await?;
+    let ip = settings
+        .namesrv
+        .bind_address
+        .as_deref()
+        .unwrap_or(&settings.broker.broker_ip1);
+    let handle = start_namesrv(settings, (acl, tls), ip, port, &cancel, &tracker).await?;
     let served = match &controller_config {
         Some(c) => Some(crate::controller::start_serving_metrics(c, &cancel, &tracker).await?),
         None => None,
@@ -762,27 +803,6 @@ pub async fn run_namesrv_only(settings: &Settings) -> Result<StandaloneNameServe
         cancel,
         tracker,
     })
-}
-
-/// Reads the ACL file when `aclEnable` and keeps it current until
-/// `cancel`; the broker and its embedded NameServer share it.
-fn open_acl(
-    settings: &Settings,
-    cancel: &CancellationToken,
-    tracker: &TaskTracker,
-) -> Result<Option<Arc<rmq_remoting::acl::Acl>>, BrokerError> {
-    if !settings.broker.acl_enable {
-        return Ok(None);
-    }
-    let file = std::path::Path::new(&settings.broker.acl_file);
-    let acl = Arc::new(rmq_remoting::acl::Acl::open(file).map_err(BrokerError::Acl)?);
-    tracker.spawn(rmq_remoting::acl::watch(
-        Arc::clone(&acl),
-        Duration::from_millis(settings.broker.acl_reload_interval_ms.max(1)),
-        cancel.clone(),
-    ));
-    tracing::info!(file = %file.display(), accounts = acl.table().accounts.len(), "ACL enabled");
-    Ok(Some(acl))
 }
 
 /// Binds `ip:port` and serves a NameServer there (embedded or standalone).
@@ -803,7 +823,8 @@ async fn start_namesrv(
         Arc::new(SystemClock),
         &NamesrvOptions {
             expiry_ms: settings.broker.namesrv_broker_expiry_ms,
-            dir: Some(settings.store.store_path_root_dir.join("namesrv")),
+            delete_with_registration: settings.namesrv.delete_topic_with_broker_registration,
+            files: Some(namesrv_files(settings)),
             acl,
             tls,
         },
@@ -817,6 +838,20 @@ async fn start_namesrv(
     })
 }
 
+/// `kvConfigPath` and `configStorePath` as namesrv.conf gives them, else
+/// in `<storePathRootDir>/namesrv`.
+fn namesrv_files(settings: &Settings) -> rmq_namesrv::NamesrvFiles {
+    let mut files =
+        rmq_namesrv::NamesrvFiles::in_dir(&settings.store.store_path_root_dir.join("namesrv"));
+    if let Some(p) = &settings.namesrv.kv_config_path {
+        files.kv_config.clone_from(p);
+    }
+    if let Some(p) = &settings.namesrv.config_store_path {
+        files.config_store.clone_from(p);
+    }
+    files
+}
+
 /// A master takes slaves on `brokerIP2:haListenPort` (brokerIP1 when
 /// brokerIP2 is not set; port 0: listenPort + 1, or a free port when
 /// listenPort is 0), the address it registers as `haServerAddr`.
@@ -828,17 +863,11 @@ async fn start_ha_master(
 ) -> Result<(), BrokerError> {
     let b = &ctx.settings.broker;
     let ip = b.ha_ip();
-    if b.broker_role == crate::ha::BrokerRole::Slave
-        || b.ha_listen_port == -1
-        || b.controller.enable_controller_mode
-    {
+    if b.broker_role == crate::ha::BrokerRole::Slave || b.controller.enable_controller_mode {
         return Ok(());
     }
-    let port = match u16::try_from(b.ha_listen_port) {
-        Ok(0) if b.listen_port == 0 => 0,
-        Ok(0) => addr.port().saturating_add(1),
-        Ok(p) => p,
-        Err(_) => return Ok(()),
+    let Some(port) = b.ha_port(addr.port()) else {
+        return Ok(());
     };
     let listener = bind(ip, port).await.map_err(|e| match e {
         BrokerError::Bind { addr, source } => BrokerError::Bind {
@@ -882,16 +911,14 @@ fn start_ha_slave(
     if let Some(named) = &named {
         // Topics, offsets, delay progress and groups come from the master
         // the NameServers name.
-        let tables = crate::ha::sync::SlaveTables {
-            connector: ctx.connector.clone(),
-            topics: Arc::clone(&ctx.topics),
-            topics_changed: Arc::clone(&ctx.topics_changed),
-            offsets: Arc::clone(&ctx.offsets),
-            scheduler: Arc::clone(&ctx.scheduler),
-            groups: Arc::clone(&ctx.groups),
-        };
+        let tables = ctx.slave_tables();
         tracker.spawn(crate::ha::sync::run(tables, named.clone(), cancel.clone()));
     }
+    // Records are compared with the master the NameServers name.
+    let requests = named.clone().map(|named| crate::ha::slave::MasterRequests {
+        connector: ctx.connector.clone(),
+        named,
+    });
     let master = if b.ha_master_address.is_empty() {
         let Some(mut named) = named else {
             tracing::error!(
@@ -930,6 +957,7 @@ fn start_ha_slave(
         b.ha_settings(),
         Arc::clone(&ctx.ha_link),
         ctx.connector.tls().cloned(),
+        requests,
         cancel.clone(),
     ));
 }
@@ -963,10 +991,13 @@ async fn start_registrar(
         cancel.clone(),
         tracker,
     );
-    registrar
-        .register_now()
-        .await
-        .map_err(BrokerError::Register)?;
+    registrar.register_now().await.map_err(|e| {
+        if e.refused_by_acl() {
+            BrokerError::RegisterRefusedByAcl(e)
+        } else {
+            BrokerError::Register(e)
+        }
+    })?;
     let (changed, cancel, trigger) = (
         Arc::clone(&ctx.topics_changed),
         cancel.clone(),

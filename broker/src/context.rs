@@ -92,3 +92,18 @@ pub struct BrokerContext {
     /// (allAckInSyncStateSet sends wait on it).
     pub in_sync: Arc<parking_lot::RwLock<Option<Arc<crate::ha::switch_sync::InSync>>>>,
 }
+
+impl BrokerContext {
+    /// The tables a slave copies from its master (SlaveSynchronize), and
+    /// the connector it reaches the master with.
+    pub fn slave_tables(&self) -> crate::ha::sync::SlaveTables {
+        crate::ha::sync::SlaveTables {
+            connector: self.connector.clone(),
+            topics: Arc::clone(&self.topics),
+            topics_changed: Arc::clone(&self.topics_changed),
+            offsets: Arc::clone(&self.offsets),
+            scheduler: Arc::clone(&self.scheduler),
+            groups: Arc::clone(&self.groups),
+        }
+    }
+}

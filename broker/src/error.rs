@@ -91,4 +91,12 @@ pub enum BrokerError {
     /// Registration with the NameServers failed at start.
     #[error("registration with the NameServer failed: {0}")]
     Register(#[source] RegisterError),
+    /// A NameServer with ACL refused the registration: it takes only
+    /// those signed by an admin account.
+    #[error(
+        "registration with the NameServer was refused by its ACL: {0}; a NameServer with ACL \
+         takes only registrations signed by an admin account of its plain_acl.yml: set \
+         innerClientAuthenticationCredentials={{\"accessKey\":\"...\",\"secretKey\":\"...\"}}"
+    )]
+    RegisterRefusedByAcl(#[source] RegisterError),
 }

@@ -29,6 +29,7 @@
 //! and `rmq-common`. `docs/architecture.md` draws the whole house.
 #![forbid(unsafe_code)]
 
+pub(crate) mod acl_setup;
 #[cfg(test)]
 mod body_tests;
 pub mod broker;

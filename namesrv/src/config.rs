@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use rmq_common::remoting::ResponseCode;
 
-use rmq_common::meta_file::write_bytes;
+use rmq_common::meta_file::write_properties;
 use rmq_common::meta_file::MetaError;
 
 /// Default of `namesrvBrokerExpiry`: a broker not heard from for this long
@@ -27,9 +27,13 @@ pub const BROKER_EXPIRY_MS: i64 = 120_000;
 pub struct NamesrvOptions {
     /// A broker silent for longer is dropped, ms.
     pub expiry_ms: i64,
-    /// Folder of `kvConfig.json` and `namesrv.properties`; `None` keeps
-    /// both in memory only (tests).
-    pub dir: Option<PathBuf>,
+    /// Whether a master's registration replaces its topics at start
+    /// (`deleteTopicWithBrokerRegistration`; a value an update persisted
+    /// wins).
+    pub delete_with_registration: bool,
+    /// Where `kvConfig.json` and `namesrv.properties` are kept; `None`
+    /// keeps both in memory only (tests).
+    pub files: Option<NamesrvFiles>,
     /// When set, broker registrations and the NameServer's writes must be
     /// signed by an admin account of this ACL (Java's NameServer checks
     /// nothing).
@@ -38,12 +42,33 @@ pub struct NamesrvOptions {
     pub tls: Option<std::sync::Arc<rmq_remoting::tls::TlsServer>>,
 }
 
+/// The NameServer's two files (Java's `kvConfigPath` and
+/// `configStorePath`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamesrvFiles {
+    /// The KV table (`kvConfig.json`).
+    pub kv_config: PathBuf,
+    /// The settings UPDATE_NAMESRV_CONFIG changed (`namesrv.properties`).
+    pub config_store: PathBuf,
+}
+
+impl NamesrvFiles {
+    /// `kvConfig.json` and `namesrv.properties` in `dir`.
+    pub fn in_dir(dir: &Path) -> Self {
+        Self {
+            kv_config: dir.join("kvConfig.json"),
+            config_store: dir.join("namesrv.properties"),
+        }
+    }
+}
+
 impl NamesrvOptions {
     /// In memory only, with `expiry_ms`, no ACL.
     pub fn in_memory(expiry_ms: i64) -> Self {
         Self {
             expiry_ms,
-            dir: None,
+            delete_with_registration: false,
+            files: None,
             acl: None,
             tls: None,
         }
@@ -51,11 +76,11 @@ impl NamesrvOptions {
 
     /// `kvConfig.json`'s path.
     pub fn kv_config_path(&self) -> Option<PathBuf> {
-        self.dir.as_ref().map(|d| d.join("kvConfig.json"))
+        self.files.as_ref().map(|f| f.kv_config.clone())
     }
 
     fn config_store_path(&self) -> Option<PathBuf> {
-        self.dir.as_ref().map(|d| d.join("namesrv.properties"))
+        self.files.as_ref().map(|f| f.config_store.clone())
     }
 }
 
@@ -96,7 +121,9 @@ impl NamesrvConfig {
     pub fn open(options: &NamesrvOptions) -> Self {
         let config = Self {
             expiry_ms: AtomicI64::new(options.expiry_ms),
-            delete_with_registration: std::sync::atomic::AtomicBool::new(false),
+            delete_with_registration: std::sync::atomic::AtomicBool::new(
+                options.delete_with_registration,
+            ),
             listen_port: AtomicI64::new(0),
             kv_config_path: options.kv_config_path(),
             config_store_path: options.config_store_path(),
@@ -197,14 +224,13 @@ impl NamesrvConfig {
 
     fn persist(&self) -> Result<(), MetaError> {
         match &self.config_store_path {
-            Some(p) => write_bytes(
+            Some(p) => write_properties(
                 p,
-                format!(
+                &format!(
                     "{EXPIRY_KEY}={}\n{DELETE_WITH_REGISTRATION_KEY}={}\n",
                     self.expiry_ms(),
                     self.delete_with_registration()
-                )
-                .as_bytes(),
+                ),
             ),
             None => Ok(()),
         }
@@ -262,10 +288,8 @@ mod tests {
     fn updates_apply_persist_and_refuse_paths() {
         let dir = tempfile::tempdir().unwrap();
         let options = NamesrvOptions {
-            expiry_ms: 120_000,
-            dir: Some(dir.path().to_owned()),
-            acl: None,
-            tls: None,
+            files: Some(NamesrvFiles::in_dir(dir.path())),
+            ..NamesrvOptions::in_memory(120_000)
         };
         let c = NamesrvConfig::open(&options);
         c.set_listen_port(9876);

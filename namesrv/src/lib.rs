@@ -17,7 +17,7 @@ pub mod register;
 pub mod route;
 pub mod service;
 
-pub use config::{NamesrvOptions, BROKER_EXPIRY_MS};
+pub use config::{NamesrvFiles, NamesrvOptions, BROKER_EXPIRY_MS};
 pub use processor::NameServerHandler;
 pub use register::{
     BodyForm, BodyStats, BrokerRegistrar, Increment, IncrementProvider, MasterInfo,

@@ -161,6 +161,16 @@ pub enum RegisterError {
     Stopped,
 }
 
+impl RegisterError {
+    /// Some NameServer refused it for lack of permission (NO_PERMISSION:
+    /// ACL on, and the registration unsigned or signed by no admin).
+    pub fn refused_by_acl(&self) -> bool {
+        let no_permission = rmq_common::remoting::ResponseCode::NoPermission.code();
+        matches!(self, Self::Failed { failures, .. }
+            if failures.iter().any(|f| matches!(f, NameServerError::Rejected { code, .. } if *code == no_permission)))
+    }
+}
+
 impl NameServerError {
     /// The NameServer it concerns.
     pub fn addr(&self) -> SocketAddr {

@@ -27,7 +27,9 @@ struct Args {
     /// Override one key, e.g. `--set listenPort=10912` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
-    /// Run only a NameServer on `namesrvListenPort`.
+    /// Run only a NameServer on `namesrvListenPort`; the file may be
+    /// Apache RocketMQ's namesrv.conf as it is (`listenPort`,
+    /// `kvConfigPath`, `enableControllerInNamesrv`...).
     #[arg(long, conflicts_with = "controller_only")]
     namesrv_only: bool,
     /// Run only a controller replica, configured by Apache RocketMQ's
@@ -43,11 +45,16 @@ async fn main() -> anyhow::Result<()> {
     if args.controller_only {
         return run_controller(&args).await;
     }
-    let loaded = Settings::load(&Sources {
+    let sources = Sources {
         file: args.config.as_deref(),
         env: std::env::vars().collect(),
         overrides: args.set.clone(),
-    });
+    };
+    let loaded = if args.namesrv_only {
+        Settings::load_namesrv(&sources)
+    } else {
+        Settings::load(&sources)
+    };
     let level = loaded
         .as_ref()
         .map_or("info", |s| s.broker.log_level.as_str())

@@ -27,6 +27,9 @@ pub enum JavaClass {
     MessageStoreConfig,
     /// `org.apache.rocketmq.auth.config.AuthConfig`.
     AuthConfig,
+    /// `org.apache.rocketmq.common.namesrv.NamesrvConfig` (namesrv.conf
+    /// only; the table in `namesrv_keys.rs`).
+    NamesrvConfig,
 }
 
 /// One key of one class.

@@ -8,6 +8,8 @@
 
 pub mod java;
 mod java_keys;
+pub mod namesrv;
+mod namesrv_keys;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -325,6 +327,19 @@ impl BrokerConfig {
         }
     }
 
+    /// The HA port to bind once the broker port is bound on
+    /// `broker_port`: `haListenPort`; for 0, the broker port + 1, or a
+    /// free port when the broker port itself was free (`listenPort=0`);
+    /// `None` for -1 (no HA port).
+    pub fn ha_port(&self, broker_port: u16) -> Option<u16> {
+        match u16::try_from(self.ha_listen_port) {
+            Ok(0) if self.listen_port == 0 => Some(0),
+            Ok(0) => Some(broker_port.saturating_add(1)),
+            Ok(p) => Some(p),
+            Err(_) => None,
+        }
+    }
+
     /// The HA links' timings and sizes.
     pub fn ha_settings(&self) -> crate::ha::HaSettings {
         crate::ha::HaSettings {
@@ -543,6 +558,9 @@ pub struct Settings {
     /// `enableControllerInNamesrv`), by their Apache name, with the value
     /// as given, in order; read by [`Settings::controller_config`].
     pub controller: Vec<(String, String)>,
+    /// The NameServer's own keys of a namesrv.conf
+    /// ([`Settings::load_namesrv`]; defaults otherwise).
+    pub namesrv: namesrv::NamesrvKeys,
 }
 
 /// What a broker.conf key is to this broker.
@@ -639,24 +657,18 @@ impl Settings {
 
     /// Loads and validates settings from `sources`.
     pub fn load(sources: &Sources<'_>) -> Result<Self, ConfigError> {
-        let mut raw: Vec<(String, String, &'static str)> = Vec::new();
-        if let Some(path) = sources.file {
-            for (k, v) in read_file(path)? {
-                raw.push((k, v, "config file"));
-            }
-        }
-        for (k, v) in &sources.env {
-            if let Some(key) = k.strip_prefix(ENV_PREFIX) {
-                raw.push((key.to_owned(), v.clone(), "environment"));
-            }
-        }
-        for o in &sources.overrides {
-            let (k, v) = o
-                .split_once('=')
-                .ok_or_else(|| ConfigError::new("--set", format!("{o:?} is not key=value")))?;
-            raw.push((k.trim().to_owned(), v.trim().to_owned(), "--set"));
-        }
-        Self::from_pairs(raw.into_iter().map(|(k, v, _)| (k, v)))
+        Self::from_pairs(raw_pairs(sources)?)
+    }
+
+    /// Loads and validates the settings of a NameServer alone
+    /// (`--namesrv-only`) from `sources`, whose file may be Apache
+    /// RocketMQ's namesrv.conf as it is ([`namesrv`]).
+    pub fn load_namesrv(sources: &Sources<'_>) -> Result<Self, ConfigError> {
+        let split = namesrv::split(raw_pairs(sources)?)?;
+        let mut settings = Self::from_pairs(split.rest)?;
+        settings.namesrv = split.keys;
+        settings.unused.extend(split.unused);
+        Ok(settings)
     }
 
     /// Builds settings from raw pairs (keys matched without regard to case).
@@ -718,6 +730,7 @@ impl Settings {
             store,
             unused,
             controller,
+            namesrv: namesrv::NamesrvKeys::default(),
         };
         // A bad controller key fails the start, as a bad broker key does.
         settings
@@ -725,6 +738,26 @@ impl Settings {
             .map_err(|e| ConfigError::new(e.key(), e.to_string()))?;
         Ok(settings)
     }
+}
+
+/// The file's pairs, then the environment's, then `--set`'s.
+fn raw_pairs(sources: &Sources<'_>) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut raw = Vec::new();
+    if let Some(path) = sources.file {
+        raw.extend(read_file(path)?);
+    }
+    for (k, v) in &sources.env {
+        if let Some(key) = k.strip_prefix(ENV_PREFIX) {
+            raw.push((key.to_owned(), v.clone()));
+        }
+    }
+    for o in &sources.overrides {
+        let (k, v) = o
+            .split_once('=')
+            .ok_or_else(|| ConfigError::new("--set", format!("{o:?} is not key=value")))?;
+        raw.push((k.trim().to_owned(), v.trim().to_owned()));
+    }
+    Ok(raw)
 }
 
 /// Where a key goes.

@@ -274,3 +274,101 @@ fn server_side_assignment_keys_are_applied() {
         "{e}"
     );
 }
+
+/// Apache RocketMQ 5.3.3's namesrv.conf for a NameServer with its
+/// controller, as an operator writes it for `NamesrvStartup -c`.
+const APACHE_NAMESRV_CONF: &str = "\
+listenPort=19876
+bindAddress=127.0.0.1
+kvConfigPath=/var/rmq/ns/kvConfig.json
+configStorePath=/var/rmq/ns/namesrv.properties
+productEnvName=prod
+clusterTest=false
+scanNotActiveBrokerInterval=5000
+deleteTopicWithBrokerRegistration=true
+enableControllerInNamesrv=true
+controllerDLegerGroup=group1
+controllerDLegerPeers=n0-127.0.0.1:19878
+controllerDLegerSelfId=n0
+controllerStorePath=/var/rmq/ns/controller
+serverWorkerThreads=8
+";
+
+fn namesrv_conf(text: &str) -> Result<Settings, ConfigError> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("namesrv.conf");
+    std::fs::write(&file, text).unwrap();
+    Settings::load_namesrv(&Sources {
+        file: Some(&file),
+        ..Sources::default()
+    })
+}
+
+#[test]
+fn apache_namesrv_conf_is_read_as_its_namesrv_startup_reads_it() {
+    let s = namesrv_conf(APACHE_NAMESRV_CONF).unwrap();
+    assert_eq!(
+        s.broker.namesrv_listen_port, 19876,
+        "listenPort is the NameServer's"
+    );
+    assert_eq!(s.broker.listen_port, BrokerConfig::default().listen_port);
+    assert_eq!(s.namesrv.bind_address.as_deref(), Some("127.0.0.1"));
+    assert_eq!(
+        s.namesrv.kv_config_path.as_deref(),
+        Some(Path::new("/var/rmq/ns/kvConfig.json"))
+    );
+    assert_eq!(
+        s.namesrv.config_store_path.as_deref(),
+        Some(Path::new("/var/rmq/ns/namesrv.properties"))
+    );
+    assert!(s.namesrv.delete_topic_with_broker_registration);
+    let c = s
+        .controller_config()
+        .unwrap()
+        .expect("the controller is on");
+    assert_eq!(c.group, "group1");
+    // Keys both classes have reach both, as Java applies the file to both.
+    assert_eq!(
+        c.config_store_path,
+        Path::new("/var/rmq/ns/namesrv.properties")
+    );
+    assert!(!s.unused.contains_key("scanNotActiveBrokerInterval"));
+    for taken in ["productEnvName", "clusterTest", "serverWorkerThreads"] {
+        assert!(
+            s.unused.contains_key(taken),
+            "{taken} is named as not used: {:?}",
+            s.unused
+        );
+    }
+    // The same file is not a broker's: Settings::load refuses what only a
+    // NameServer takes.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("namesrv.conf");
+    std::fs::write(&file, APACHE_NAMESRV_CONF).unwrap();
+    let e = Settings::load(&Sources {
+        file: Some(&file),
+        ..Sources::default()
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("kvConfigPath"), "{e}");
+}
+
+#[test]
+fn namesrv_conf_mistakes_are_named() {
+    let e = namesrv_conf("listenPort=19876\nnamesrvListenPort=19877\n").unwrap_err();
+    assert!(e.to_string().contains("two ports"), "{e}");
+    // The same port under both names is one setting.
+    let s = namesrv_conf("listenPort=19876\nnamesrvListenPort=19876\n").unwrap();
+    assert_eq!(s.broker.namesrv_listen_port, 19876);
+    let e = namesrv_conf("deleteTopicWithBrokerRegistration=yes\n").unwrap_err();
+    assert!(
+        e.to_string().contains("deleteTopicWithBrokerRegistration"),
+        "{e}"
+    );
+    let e = namesrv_conf("bindAddress=localhost\n").unwrap_err();
+    assert!(e.to_string().contains("bindAddress"), "{e}");
+    let e = namesrv_conf("kvConfigPath=\n").unwrap_err();
+    assert!(e.to_string().contains("kvConfigPath"), "{e}");
+    let e = namesrv_conf("noSuchKey=1\n").unwrap_err();
+    assert!(e.to_string().contains("noSuchKey"), "{e}");
+}

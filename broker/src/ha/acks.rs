@@ -24,6 +24,56 @@ pub enum ReplicaStatus {
     NotAvailable,
 }
 
+/// Puts waiting for replicas to acknowledge their end, by that end (a
+/// waiting put holds a oneshot receiver, no thread). Shared by
+/// [`ReplicaAcks`] and the controller mode's `InSync`.
+#[derive(Debug, Default)]
+pub struct OffsetWaiters(Mutex<BTreeMap<i64, Vec<oneshot::Sender<()>>>>);
+
+impl OffsetWaiters {
+    /// A wait for `end`, unless `reached()` already says it is reached.
+    /// `reached` runs under the lock [`Self::release`] takes, so a release
+    /// cannot slip between the check and the wait.
+    pub fn register(&self, end: i64, reached: impl FnOnce() -> bool) -> Waiter {
+        let mut waiters = self.0.lock();
+        if reached() {
+            return Waiter(None);
+        }
+        let (tx, rx) = oneshot::channel();
+        waiters.entry(end).or_default().push(tx);
+        Waiter(Some(rx))
+    }
+
+    /// Answers every waiter whose end is at or before `offset`.
+    pub fn release(&self, offset: i64) {
+        let mut waiters = self.0.lock();
+        let later = waiters.split_off(&offset.saturating_add(1));
+        let done = std::mem::replace(&mut *waiters, later);
+        drop(waiters);
+        for tx in done.into_values().flatten() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// One registered wait ([`OffsetWaiters::register`]).
+#[derive(Debug)]
+pub struct Waiter(Option<oneshot::Receiver<()>>);
+
+impl Waiter {
+    /// Acked when released (or reached at registration), else TimedOut
+    /// after `timeout`.
+    pub async fn until(self, timeout: Duration) -> ReplicaStatus {
+        let Some(rx) = self.0 else {
+            return ReplicaStatus::Acked;
+        };
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(())) => ReplicaStatus::Acked,
+            _ => ReplicaStatus::TimedOut,
+        }
+    }
+}
+
 /// Slave acknowledgements and the puts waiting on them.
 #[derive(Debug)]
 pub struct ReplicaAcks {
@@ -32,7 +82,7 @@ pub struct ReplicaAcks {
     /// What each connected slave acknowledged, by its address.
     per_slave: Mutex<BTreeMap<String, i64>>,
     max_gap: i64,
-    waiters: Mutex<BTreeMap<i64, Vec<oneshot::Sender<()>>>>,
+    waiters: OffsetWaiters,
 }
 
 impl ReplicaAcks {
@@ -44,7 +94,7 @@ impl ReplicaAcks {
             slaves: AtomicUsize::new(0),
             per_slave: Mutex::new(BTreeMap::new()),
             max_gap,
-            waiters: Mutex::new(BTreeMap::new()),
+            waiters: OffsetWaiters::default(),
         }
     }
 
@@ -98,13 +148,7 @@ impl ReplicaAcks {
         if offset <= before {
             return;
         }
-        let mut waiters = self.waiters.lock();
-        let later = waiters.split_off(&(offset + 1));
-        let done = std::mem::replace(&mut *waiters, later);
-        drop(waiters);
-        for tx in done.into_values().flatten() {
-            let _ = tx.send(());
-        }
+        self.waiters.release(offset);
     }
 
     /// Java's `isSlaveOK`: a slave is connected and the acknowledged offset
@@ -118,20 +162,10 @@ impl ReplicaAcks {
         if !self.slave_ok(end) {
             return ReplicaStatus::NotAvailable;
         }
-        let rx = {
-            let mut waiters = self.waiters.lock();
-            // Checked under the lock `ack` takes: an ack cannot slip between.
-            if self.acked() >= end {
-                return ReplicaStatus::Acked;
-            }
-            let (tx, rx) = oneshot::channel();
-            waiters.entry(end).or_default().push(tx);
-            rx
-        };
-        match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(())) => ReplicaStatus::Acked,
-            _ => ReplicaStatus::TimedOut,
-        }
+        self.waiters
+            .register(end, || self.acked() >= end)
+            .until(timeout)
+            .await
     }
 }
 

@@ -166,6 +166,9 @@ async fn read_reports<R: AsyncRead + Unpin>(
         // A slave never holds more than was streamed to it: a log ending
         // past ours diverged (another broker's, or ours lost its tail).
         // Java acknowledges it blindly; here it is refused, never counted.
+        // A slave of this broker cuts its log back to what it shares with
+        // its master before it connects (`heal`); a slave ending inside one
+        // of our records is taken, as a transfer stops anywhere.
         let local = shared.store.max_phy_offset();
         if offset > local {
             tracing::error!(
@@ -173,7 +176,7 @@ async fn read_reports<R: AsyncRead + Unpin>(
                 slave_end = offset,
                 master_end = local,
                 "the slave's CommitLog ends past this master's: the two logs diverged; \
-                 refusing it (empty its store to make it follow this master)"
+                 refusing it (empty its store, or let it cut its log back, to make it follow)"
             );
             break;
         }

@@ -34,6 +34,7 @@
 //!   it follows and why the last link ended.
 
 pub mod acks;
+pub mod heal;
 pub mod master;
 pub mod slave;
 pub mod switch_master;

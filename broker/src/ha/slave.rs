@@ -5,9 +5,11 @@
 //! A chunk that does not continue the local log means the two logs
 //! diverged: the connection is closed with an error naming both offsets and
 //! tried again after `haSendHeartbeatInterval` (as is any failed
-//! connection); nothing local is overwritten. (RocketMQ's slave waits a
-//! heartbeat interval before its first report; reporting at once is the
-//! same bytes, sooner.)
+//! connection); nothing local is overwritten. Before each connection a
+//! slave that can reach its master's request port checks that its log is
+//! a prefix of the master's and cuts back what is not (`heal`). (RocketMQ's
+//! slave waits a heartbeat interval before its first report; reporting at
+//! once is the same bytes, sooner.)
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +19,10 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::heal::{self, Agreement, HealError};
 use super::wire::{encode_report, FrameHeader, HEADER_LEN};
 use super::HaSettings;
+use rmq_namesrv::MasterInfo;
 use rmq_store::MessageStore;
 
 /// How long a connect to the master may take.
@@ -42,6 +46,17 @@ impl SlaveLink {
     }
 }
 
+/// How a slave reaches its master's request port to compare records
+/// before it follows: the master the NameServers name, over the broker's
+/// connector (signed, TLS when configured).
+#[derive(Clone)]
+pub struct MasterRequests {
+    /// Opens the connection.
+    pub connector: rmq_client::Connector,
+    /// The master the NameServers name.
+    pub named: watch::Receiver<Option<MasterInfo>>,
+}
+
 /// Why one connection to the master ended.
 #[derive(Debug, thiserror::Error)]
 enum Ended {
@@ -55,17 +70,21 @@ enum Ended {
     BadFrame(i32),
     #[error("{0}")]
     Store(#[from] rmq_store_file::StoreError),
+    #[error("{0}")]
+    Heal(#[from] HealError),
 }
 
 /// Follows the master at the address `master` holds (none: wait) until
 /// `cancel`.
 /// Over TLS when `tls` is given (the broker's `tlsEnable`, or enforcing).
+/// With `requests`, each connection starts with the prefix check.
 pub async fn follow(
     store: Arc<MessageStore>,
     mut master: watch::Receiver<Option<String>>,
     settings: HaSettings,
     link: Arc<SlaveLink>,
     tls: Option<rmq_client::TlsClient>,
+    requests: Option<MasterRequests>,
     cancel: CancellationToken,
 ) {
     loop {
@@ -80,16 +99,26 @@ pub async fn follow(
                 continue;
             }
             Some(addr) => {
-                let ended = session(
-                    &store,
-                    &addr,
-                    tls.as_ref(),
-                    &mut master,
-                    settings,
-                    &link,
-                    &cancel,
-                )
-                .await;
+                let checked = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => return,
+                    r = check_prefix(&store, requests.as_ref()) => r,
+                };
+                let ended = match checked {
+                    Ok(()) => {
+                        session(
+                            &store,
+                            &addr,
+                            tls.as_ref(),
+                            &mut master,
+                            settings,
+                            &link,
+                            &cancel,
+                        )
+                        .await
+                    }
+                    Err(e) => e,
+                };
                 link.set(None);
                 ended
             }
@@ -100,6 +129,9 @@ pub async fn follow(
             Ended::Store(e @ rmq_store_file::StoreError::ReplicaGap { .. }) => {
                 tracing::error!(error = %e, "replication refused: this slave's CommitLog does not continue the master's; nothing local was overwritten");
             }
+            Ended::Heal(e @ HealError::NothingShared { .. }) => {
+                tracing::error!(error = %e, "replication stopped");
+            }
             e => tracing::warn!(error = %e, "connection to the master ended"),
         }
         tokio::select! {
@@ -109,6 +141,35 @@ pub async fn follow(
             () = tokio::time::sleep(settings.heartbeat) => {}
         }
     }
+}
+
+/// The prefix check against the master the NameServers name; skipped
+/// without `requests` or while none is named (a configured
+/// `haMasterAddress` before the first registration answer).
+async fn check_prefix(store: &Arc<MessageStore>, r: Option<&MasterRequests>) -> Result<(), Ended> {
+    let Some(r) = r else {
+        return Ok(());
+    };
+    let Some(addr) = r.named.borrow().as_ref().map(|m| m.broker_addr.clone()) else {
+        tracing::debug!("no master named yet: following without comparing records");
+        return Ok(());
+    };
+    let unreachable = |reason: String| HealError::Unreachable {
+        master: addr.clone(),
+        reason,
+    };
+    let sock = addr.parse().map_err(|e| unreachable(format!("{e}")))?;
+    let client = match tokio::time::timeout(CONNECT_TIMEOUT, r.connector.connect(sock)).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return Err(unreachable(e.to_string()).into()),
+        Err(_) => return Err(unreachable(format!("no connection in {CONNECT_TIMEOUT:?}")).into()),
+    };
+    let agreed = heal::agree(store, &client, &addr).await;
+    client.close().await;
+    if let Agreement::Cut { from, to } = agreed? {
+        tracing::info!(master = %addr, from, to, "following from the cut");
+    }
+    Ok(())
 }
 
 /// Completes when the master's address changes; never, once no one can

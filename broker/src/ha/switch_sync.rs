@@ -8,14 +8,14 @@
 //! Time comes from an injected [`Clock`], so caught-up times and the shrink
 //! rule are tested without sleeping.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use rmq_common::time::Clock;
 use rmq_store::{DispatchBound, MessageStore};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
 use super::acks::ReplicaStatus;
 
@@ -84,7 +84,7 @@ pub struct InSync {
     /// proposal): the controller client sends ALTER_SYNC_STATE_SET when it
     /// differs from what was accepted.
     report: watch::Sender<SyncStateSet>,
-    waiters: Mutex<BTreeMap<i64, Vec<oneshot::Sender<()>>>>,
+    waiters: super::acks::OffsetWaiters,
 }
 
 impl InSync {
@@ -103,7 +103,7 @@ impl InSync {
             settings,
             inner: Mutex::new(inner),
             report,
-            waiters: Mutex::new(BTreeMap::new()),
+            waiters: super::acks::OffsetWaiters::default(),
         };
         me.recompute(&me.inner.lock());
         me
@@ -316,22 +316,13 @@ impl InSync {
     /// this master acknowledged `end` (`allAckInSyncStateSet`); a set of
     /// only this master answers at once.
     pub async fn wait_all_ack(&self, end: i64, timeout: Duration) -> ReplicaStatus {
-        let rx = {
+        let waiter = {
             // Checked under the locks `recompute` holds (in this order): an
             // ack cannot slip between.
             let inner = self.inner.lock();
-            let mut waiters = self.waiters.lock();
-            if self.all_acked(&inner) >= end {
-                return ReplicaStatus::Acked;
-            }
-            let (tx, rx) = oneshot::channel();
-            waiters.entry(end).or_default().push(tx);
-            rx
+            self.waiters.register(end, || self.all_acked(&inner) >= end)
         };
-        match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(())) => ReplicaStatus::Acked,
-            _ => ReplicaStatus::TimedOut,
-        }
+        waiter.until(timeout).await
     }
 
     fn slave<'a>(&self, inner: &'a mut Inner, id: i64, conn: u64) -> Option<&'a mut Slave> {
@@ -385,14 +376,7 @@ impl InSync {
             }
             store.set_dispatch_bound(DispatchBound::ConfirmOffset);
         }
-        let acked = self.all_acked(inner);
-        let mut waiters = self.waiters.lock();
-        let later = waiters.split_off(&acked.saturating_add(1));
-        let done = std::mem::replace(&mut *waiters, later);
-        drop(waiters);
-        for tx in done.into_values().flatten() {
-            let _ = tx.send(());
-        }
+        self.waiters.release(self.all_acked(inner));
     }
 }
 

@@ -143,7 +143,8 @@ impl ConsumerOffsetManager {
         self.generations.mark();
     }
 
-    /// The committed offset, if any.
+    /// The committed offset, if any. A negative one (stored as sent) is
+    /// none, as Java's `queryOffset` answers -1 for both.
     pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
         self.state
             .lock()
@@ -151,13 +152,14 @@ impl ConsumerOffsetManager {
             .get(&key(topic, group))
             .and_then(|q| q.get(&queue_id))
             .copied()
+            .filter(|o| *o >= 0)
     }
 
-    /// Records a committed offset (negative offsets are ignored).
+    /// Records a committed offset. A negative one is stored as sent and
+    /// replaces the one before, as Java 4.9.7 stores it (ali-ons commits
+    /// -1 for a queue it has not consumed); [`Self::query`] then answers
+    /// none for it.
     pub fn commit(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
-        if offset < 0 {
-            return;
-        }
         let mut s = self.state.lock();
         s.offset_table
             .entry(key(topic, group))
@@ -177,7 +179,8 @@ impl ConsumerOffsetManager {
             .collect()
     }
 
-    /// Every committed (group, topic, queue, offset).
+    /// Every committed (group, topic, queue, offset), the negative ones
+    /// (none, see [`Self::query`]) left out.
     pub fn all(&self) -> Vec<(String, String, i32, i64)> {
         let s = self.state.lock();
         s.offset_table
@@ -185,6 +188,7 @@ impl ConsumerOffsetManager {
             .filter_map(|(k, v)| k.split_once('@').map(|(t, g)| (t, g, v)))
             .flat_map(|(t, g, v)| {
                 v.iter()
+                    .filter(|(_, o)| **o >= 0)
                     .map(move |(q, o)| (g.to_owned(), t.to_owned(), *q, *o))
             })
             .collect()
@@ -286,14 +290,22 @@ mod tests {
         assert_eq!(m.query("g", "T", 0), None);
         m.commit("g", "T", 0, 12);
         m.commit("g", "T", 1, 5);
-        m.commit("g", "T", 1, -1);
+        m.commit("g", "T", 2, 9);
+        // As Java 4.9.7: -1 (ali-ons, for a queue not consumed yet) is
+        // stored, replaces the offset before, and then reads as none.
+        m.commit("g", "T", 2, -1);
         m.persist().unwrap();
         let raw = std::fs::read_to_string(dir.path().join("config/consumerOffset.json")).unwrap();
         assert!(raw.contains("\"T@g\""), "{raw}");
         let m = ConsumerOffsetManager::open(dir.path()).unwrap();
         assert_eq!(m.query("g", "T", 0), Some(12));
         assert_eq!(m.query("g", "T", 1), Some(5));
-        assert_eq!(m.group_offsets("g").len(), 2);
+        assert_eq!(m.query("g", "T", 2), None);
+        assert!(String::from_utf8(m.table_json().unwrap())
+            .unwrap()
+            .contains("-1"));
+        assert_eq!(m.all().len(), 2, "the -1 is none: {:?}", m.all());
+        assert_eq!(m.group_offsets("g").len(), 3);
         assert_eq!(m.groups_of_topic("T"), vec!["g".to_owned()]);
     }
 

@@ -148,16 +148,13 @@ pub(crate) async fn delete_topic(admin: &Arc<Admin>, h: DeleteTopicRequestHeader
     Ok(success())
 }
 
-/// CLEAN_EXPIRED_CONSUMEQUEUE: consume queues of topics no longer in the
-/// table go, and min offsets follow the CommitLog's.
+/// CLEAN_EXPIRED_CONSUMEQUEUE: min offsets follow the CommitLog's, and the
+/// consume queues whose messages all expired go (RocketMQ's
+/// `cleanExpiredConsumerQueue`); live topics keep theirs, and topics
+/// missing from the table are CLEAN_UNUSED_TOPIC's business.
 pub(crate) async fn clean_expired_cq(admin: &Arc<Admin>) -> Handled {
-    let admin2 = Arc::clone(admin);
-    let gone = blocking(move || {
-        admin2
-            .store
-            .clean_unused_topics(|t| BROKER_TOPICS.contains(&t) || admin2.topics.get(t).is_some())
-    })
-    .await??;
+    let store = Arc::clone(&admin.store);
+    let gone = blocking(move || store.clean_expired_queues()).await??;
     tracing::info!(?gone, "expired consume queues cleaned");
     Ok(success())
 }

@@ -59,8 +59,12 @@ pub(crate) fn update(
             format!("Topic {} not exist!", h.topic),
         ));
     }
+    // -1 is stored as sent, as Java 4.9.7 does (ali-ons commits it for a
+    // queue it has not consumed yet); it reads as no offset. Any other
+    // negative value is no offset a client means, and is refused (Java
+    // stores it too).
     let offset = h.commit_offset;
-    if offset < 0 {
+    if offset < -1 {
         return Err(Refusal::new(
             ResponseCode::SystemError,
             format!("commitOffset {offset} is negative"),

@@ -38,7 +38,7 @@ pub trait ReplicaHost: Send + Sync + 'static {
 
     /// Takes role `to` (store, HA links, services, NameServer registration)
     /// and then publishes it.
-    fn change_role(&self, to: Role) -> BoxFuture<'_, ()>;
+    fn change_role(&self, to: Role) -> BoxFuture<'_, Result<(), RoleChangeError>>;
 
     /// On a master: the SyncStateSet its HA links would report now; the
     /// manager sends each change to the controller.
@@ -399,9 +399,15 @@ impl ReplicasManager {
             master = master_id,
             "controller named the master"
         );
-        self.elections_seen
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.host.change_role(to).await;
+        match self.host.change_role(to).await {
+            Ok(()) => {
+                self.elections_seen
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            // Writes stay refused: better no master than one that cannot
+            // keep its log.
+            Err(e) => tracing::error!(error = %e, "role not taken"),
+        }
     }
 
     /// On the master: sends the set the HA links propose to the controller.
@@ -429,6 +435,17 @@ impl ReplicasManager {
             }
         }
     }
+}
+
+/// Why a broker did not take the role the controller named.
+#[derive(Debug, thiserror::Error)]
+pub enum RoleChangeError {
+    /// The broker is stopping.
+    #[error("the broker is stopping")]
+    Stopping,
+    /// Its store or HA links could not become master's.
+    #[error("cannot become master: {0}")]
+    CannotBecomeMaster(String),
 }
 
 /// Why a registration failed.

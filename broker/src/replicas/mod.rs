@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use config::ControllerModeConfig;
-pub use manager::{Phase, ReplicaHost, ReplicasManager};
+pub use manager::{Phase, ReplicaHost, ReplicasManager, RoleChangeError};
 
 use crate::context::BrokerContext;
 use crate::duties::Duties;
@@ -110,16 +110,11 @@ pub async fn start(
 /// port when listenPort is 0).
 async fn bind_ha(ctx: &BrokerContext) -> Result<tokio::net::TcpListener, BrokerError> {
     let b = &ctx.settings.broker;
-    let port = match u16::try_from(b.ha_listen_port) {
-        Ok(0) if b.listen_port == 0 => 0,
-        Ok(0) => ctx.store_host.port().saturating_add(1),
-        Ok(p) => p,
-        Err(_) => {
-            return Err(BrokerError::Config(rmq_common::ConfigError::new(
-                "haListenPort",
-                "controller mode replicates over the HA port: -1 is not allowed",
-            )))
-        }
+    let Some(port) = b.ha_port(ctx.store_host.port()) else {
+        return Err(BrokerError::Config(rmq_common::ConfigError::new(
+            "haListenPort",
+            "controller mode replicates over the HA port: -1 is not allowed",
+        )));
     };
     let addr = format!("{}:{port}", b.ha_ip());
     tokio::net::TcpListener::bind(&addr)
@@ -266,14 +261,7 @@ impl BrokerHost {
                 tls: ctx.connector.tls().cloned(),
             },
         ));
-        let tables = crate::ha::sync::SlaveTables {
-            connector: ctx.connector.clone(),
-            topics: Arc::clone(&ctx.topics),
-            topics_changed: Arc::clone(&ctx.topics_changed),
-            offsets: Arc::clone(&ctx.offsets),
-            scheduler: Arc::clone(&ctx.scheduler),
-            groups: Arc::clone(&ctx.groups),
-        };
+        let tables = ctx.slave_tables();
         self.tracker
             .spawn(crate::ha::sync::run(tables, named.clone(), scope.clone()));
         let registrar = ctx.registrar.get().cloned();
@@ -321,23 +309,18 @@ impl ReplicaHost for BrokerHost {
         )
     }
 
-    fn change_role(&self, to: Role) -> BoxFuture<'_, ()> {
+    fn change_role(&self, to: Role) -> BoxFuture<'_, Result<(), RoleChangeError>> {
         Box::pin(async move {
-            let Some(ctx) = self.ctx.upgrade() else {
-                return;
-            };
+            let ctx = self.ctx.upgrade().ok_or(RoleChangeError::Stopping)?;
             if to.is_slave() {
                 self.duties.as_slave().await;
                 ctx.store.set_replica_only();
                 ctx.role.set(to.clone());
                 self.to_slave(&ctx, &to).await;
             } else {
-                if let Err(e) = self.to_master(&ctx, &to).await {
-                    // Writes stay refused: better no master than one that
-                    // cannot keep its log.
-                    tracing::error!(error = %e, "cannot become master");
-                    return;
-                }
+                self.to_master(&ctx, &to)
+                    .await
+                    .map_err(RoleChangeError::CannotBecomeMaster)?;
                 ctx.role.set(to.clone());
                 if let Err(e) = self.duties.as_master(&ctx).await {
                     tracing::error!(error = %e, "master services did not start");
@@ -356,6 +339,7 @@ impl ReplicaHost for BrokerHost {
                 epoch = to.master_epoch,
                 "role changed"
             );
+            Ok(())
         })
     }
 

@@ -217,7 +217,7 @@ requests! {
         NotifyConsumerIdsChanged = 40, "NOTIFY_CONSUMER_IDS_CHANGED", No(TO_CLIENT), Plain, "";
         GetTimerCheckPoint = 60, "GET_TIMER_CHECK_POINT", No("timer messages are not implemented yet (timer work pending)"), Plain, "RocketMQ 5.x's code";
         GetTimerMetrics = 61, "GET_TIMER_METRICS", No("timer messages are not implemented yet (timer work pending)"), Plain, "RocketMQ 5.x's code";
-        PutKvConfig = 100, "PUT_KV_CONFIG", N, Plain, "kept in <storePathRootDir>/namesrv/kvConfig.json";
+        PutKvConfig = 100, "PUT_KV_CONFIG", N, Plain, "kept in kvConfigPath (default <storePathRootDir>/namesrv/kvConfig.json)";
         DeleteKvConfig = 102, "DELETE_KV_CONFIG", N, Plain, "";
         RegisterBroker = 103, "REGISTER_BROKER", N, Plain, "";
         UnregisterBroker = 104, "UNREGISTER_BROKER", N, Plain, "";
