@@ -113,6 +113,37 @@ pub struct LoadReport {
     pub timeline: Vec<Tick>,
 }
 
+/// An error when any of `reports` had a send or consume error: a run
+/// with errors measured something other than the broker's speed, so the
+/// smoke runs and the benches fail on it (after writing what they
+/// measured).
+pub fn refuse_errors<'a>(reports: impl IntoIterator<Item = &'a LoadReport>) -> anyhow::Result<()> {
+    refuse_counted(
+        reports
+            .into_iter()
+            .map(|r| (r.send_errors, r.consume_errors, r.first_error.as_deref())),
+    )
+}
+
+/// [`refuse_errors`] over (send errors, consume errors, first error).
+fn refuse_counted<'a>(
+    counts: impl IntoIterator<Item = (u64, u64, Option<&'a str>)>,
+) -> anyhow::Result<()> {
+    let (mut sends, mut consumes, mut first) = (0, 0, None);
+    for (s, c, f) in counts {
+        sends += s;
+        consumes += c;
+        first = first.or(f);
+    }
+    if sends + consumes > 0 || first.is_some() {
+        anyhow::bail!(
+            "{sends} send errors and {consumes} consume errors in the run (first: {}); its figures are not a clean measurement",
+            first.unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
 /// Runs `spec` against the broker at `addr` over remoting; reads dispatch
 /// figures from `metrics` when given.
 pub async fn run(
@@ -429,5 +460,23 @@ async fn progress(
             received,
             dispatch_lag_s: lag,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refuse_counted;
+
+    #[test]
+    fn a_run_with_any_error_is_refused_with_the_counts() {
+        assert!(refuse_counted([(0, 0, None), (0, 0, None)]).is_ok());
+        let e = refuse_counted([(0, 0, None), (2, 1, Some("timed out"))]).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("2 send errors and 1 consume errors"),
+            "{text}"
+        );
+        assert!(text.contains("timed out"), "{text}");
+        assert!(refuse_counted([(0, 0, Some("connect refused"))]).is_err());
     }
 }

@@ -97,11 +97,11 @@ pub struct PopSpec {
     pub unacked_fraction: f64,
     /// invisibleTime of each pop.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "5s")]
-    #[serde(serialize_with = "ms")]
+    #[serde(serialize_with = "super::report::duration_ms")]
     pub invisible_time: Duration,
     /// pollTime of each pop (long polling when nothing is there).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "1s")]
-    #[serde(serialize_with = "ms")]
+    #[serde(serialize_with = "super::report::duration_ms")]
     pub poll_time: Duration,
     /// Ack with one BATCH_ACK_MESSAGE per pop instead of one ACK_MESSAGE
     /// per message.
@@ -110,7 +110,7 @@ pub struct PopSpec {
     /// Longest consume phase per form; a form still unfinished is reported
     /// as incomplete.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10m")]
-    #[serde(serialize_with = "ms")]
+    #[serde(serialize_with = "super::report::duration_ms")]
     pub timeout: Duration,
     /// Forms, in order; the first is the ratio base.
     #[arg(long, value_delimiter = ',', value_parser = PopForm::parse, default_value = "revive-topic,rocksdb")]
@@ -121,10 +121,6 @@ pub struct PopSpec {
     /// Parent folder of the temporary stores.
     #[arg(long)]
     pub dir: Option<PathBuf>,
-}
-
-fn ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64(d.as_millis() as u64)
 }
 
 /// One form's figures.

@@ -31,6 +31,21 @@ pub fn open_fds(pid: u32) -> Option<u64> {
     Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64)
 }
 
+/// Files process `pid` has open under `root` (a store's data files), and
+/// every other descriptor (sockets, pipes, other files).
+pub fn fds_under(pid: u32, root: &std::path::Path) -> Option<(u64, u64)> {
+    let (mut under, mut other) = (0, 0);
+    for e in std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.flatten() {
+        match std::fs::read_link(e.path()) {
+            Ok(target) if target.starts_with(root) => under += 1,
+            // A descriptor closed since the listing counts nowhere.
+            Err(_) => {}
+            Ok(_) => other += 1,
+        }
+    }
+    Some((under, other))
+}
+
 /// The `key` line (e.g. `VmRSS:`) of a /proc/PID/status text, KiB.
 fn status_kib(status: &str, key: &str) -> Option<u64> {
     status
@@ -94,5 +109,16 @@ mod tests {
         assert!(anon_kib(me).is_some_and(|k| k > 0));
         assert!(cpu_seconds(me).is_some());
         assert!(open_files_limit().is_some_and(|n| n > 0));
+    }
+
+    #[test]
+    fn splits_descriptors_by_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        let (under, _) = fds_under(me, dir.path()).unwrap();
+        let _f = std::fs::File::create(dir.path().join("held")).unwrap();
+        let (more, other) = fds_under(me, dir.path()).unwrap();
+        assert_eq!(more, under + 1);
+        assert!(other >= 3, "stdin, stdout, stderr at least");
     }
 }

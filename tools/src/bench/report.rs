@@ -1,6 +1,7 @@
 //! Human-readable output of load reports, and the JSON file.
 
 use std::path::Path;
+use std::time::Duration;
 
 use super::load::LoadReport;
 
@@ -102,6 +103,11 @@ pub fn secs_text(s: Option<f64>) -> String {
         Some(v) => format!("{v} s"),
         None => "-".into(),
     }
+}
+
+/// Serializes a duration as whole milliseconds (the `--json` reports).
+pub fn duration_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_millis() as u64)
 }
 
 /// [`write_json`] when a path was given (`--json`).

@@ -53,10 +53,6 @@ fn parse_store(s: &str) -> Result<TimerStoreType, String> {
     }
 }
 
-fn ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64(d.as_millis() as u64)
-}
-
 fn store_names<S: serde::Serializer>(v: &[TimerStoreType], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(v.iter().map(TimerStoreType::as_str))
 }
@@ -81,15 +77,15 @@ pub struct TimerSpec {
     pub inflight: usize,
     /// The first message is due this long after the first send.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "45s")]
-    #[serde(serialize_with = "ms")]
+    #[serde(serialize_with = "super::report::duration_ms")]
     pub due_after: Duration,
     /// Due times spread evenly over this long.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "30s")]
-    #[serde(serialize_with = "ms")]
+    #[serde(serialize_with = "super::report::duration_ms")]
     pub spread: Duration,
     /// Longest wait past the last due time for everything to arrive.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "2m")]
-    #[serde(serialize_with = "ms")]
+    #[serde(serialize_with = "super::report::duration_ms")]
     pub grace: Duration,
     /// Timer stores, in order.
     #[arg(long, value_delimiter = ',', value_parser = parse_store, default_value = "wheel,rocksdb")]

@@ -50,8 +50,8 @@ use rmq_common::config::CqBackend;
 use rmq_common::FlushDiskType;
 use rmq_tools::bench::wire::{Protocol, Wire};
 use rmq_tools::bench::{
-    ab, grpc_idle, ha, live, lmq, lmq_report, load, meta, pop, report, reput, routes, store, timer,
-    LoadOptions, LoadSpec,
+    ab, grpc_idle, ha, live, lmq, lmq_report, load, meta, pop, report, reput, routes, soak, store,
+    timer, LoadOptions, LoadSpec,
 };
 
 #[derive(Debug, Parser)]
@@ -211,6 +211,17 @@ enum Cmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// A long run (an hour by default) at half the measured maximum rate
+    /// with consumers, a broker restart every 10 minutes and a flip of the
+    /// serving backend every 15: memory, open files, dispatch and consumer
+    /// lag must stay flat and nothing acknowledged may be lost.
+    Soak {
+        #[command(flatten)]
+        spec: soak::SoakSpec,
+        /// Also write the report (with every sample) as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Idle 5.x gRPC clients against a running broker: its RSS and CPU per
     /// client, and how fast a new client is served meanwhile.
     GrpcIdle {
@@ -345,6 +356,7 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
             let r = load::run_with(broker, metrics, &spec, &opts).await?;
             report::print(&r);
             report::write_json_to(json.as_deref(), &r)?;
+            load::refuse_errors([&r])?;
         }
         Cmd::Ab {
             load: spec,
@@ -373,9 +385,11 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
             } else if live {
                 let rows = live::run(&plan).await?;
                 report::write_json_to(json.as_deref(), &rows)?;
+                load::refuse_errors(rows.iter().map(|r| &r.report))?;
             } else {
                 let rows = ab::run(&plan).await?;
                 report::write_json_to(json.as_deref(), &rows)?;
+                load::refuse_errors(rows.iter().map(|r| &r.report))?;
             }
         }
         Cmd::Ha {
@@ -409,6 +423,12 @@ async fn network(cmd: Cmd) -> anyhow::Result<()> {
         Cmd::Timer { spec, json } => {
             let r = timer::run(&spec).await?;
             report::write_json_to(json.as_deref(), &r)?;
+        }
+        Cmd::Soak { spec, json } => {
+            let r = soak::run(&spec).await?;
+            soak::print(&r);
+            report::write_json_to(json.as_deref(), &r)?;
+            soak::require_sound(&r)?;
         }
         Cmd::Lmq { spec, json } => {
             let r = lmq::run(&spec).await?;
