@@ -292,11 +292,20 @@ fn a_signed_request_with_one_byte_changed_is_refused() {
 /// unknown key, a DENY topic and a non-admin topic create are each refused
 /// with NO_PERMISSION.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn java_client_signs_and_is_checked() {
+async fn java_client_signs_and_is_checked_file() {
+    java_client_signs_and_is_checked(CqBackend::File).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn java_client_signs_and_is_checked_rocksdb() {
+    java_client_signs_and_is_checked(CqBackend::Rocksdb).await;
+}
+
+async fn java_client_signs_and_is_checked(backend: CqBackend) {
     use rmq_tests::java::{self, Client};
     java::require_java_and_jars(Client::V4);
     let dir = tempfile::tempdir().unwrap();
-    let b = start(dir.path(), CqBackend::File).await;
+    let b = start(dir.path(), backend).await;
     let ns = b.namesrv_addr().unwrap().to_string();
     let home = dir.path().join("java");
     std::fs::create_dir_all(&home).unwrap();
@@ -466,24 +475,45 @@ async fn acl_administration_codes_change_the_file_in_force() {
 
 /// With ACL on, the NameServer takes broker registrations and its own
 /// writes only when an admin account signed them (Java's NameServer checks
-/// nothing); route lookups stay open. A broker without
-/// `innerClientAuthenticationCredentials` is refused its registration.
+/// nothing); route lookups stay open. A broker turned to ACL as a 4.9 user
+/// does it (`aclEnable=true` and a plain_acl.yml with an admin account, no
+/// `innerClientAuthenticationCredentials`) signs with the file's admin
+/// account and starts; a broker whose own file has no admin account is
+/// refused by a NameServer with ACL, and the error names the key to set.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn namesrv_takes_writes_only_from_an_admin_account() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("plain_acl.yml");
     std::fs::write(&file, FILE).unwrap();
-    let mut s = rmq_tests::broker_settings(&dir.path().join("unsigned"), CqBackend::File);
+    let mut s = rmq_tests::broker_settings(&dir.path().join("default"), CqBackend::File);
     s.broker.acl_enable = true;
     s.broker.acl_file = file.to_string_lossy().into_owned();
+    let default = Broker::start(s)
+        .await
+        .expect("a broker with aclEnable and an admin account in its file starts");
+    default.shutdown().await;
+
+    let b = start(dir.path(), CqBackend::File).await;
+    let ns_addr = b.namesrv_addr().unwrap();
+
+    let no_admin = dir.path().join("no_admin.yml");
+    std::fs::write(
+        &no_admin,
+        "accounts:\n  - {accessKey: RocketMQ, secretKey: 12345678}\n",
+    )
+    .unwrap();
+    let mut s = rmq_tests::broker_settings(&dir.path().join("unsigned"), CqBackend::File);
+    s.broker.acl_enable = true;
+    s.broker.acl_file = no_admin.to_string_lossy().into_owned();
+    s.broker.namesrv_listen_port = -1;
+    s.broker.namesrv_addr = ns_addr.to_string();
     let e = match Broker::start(s).await {
         Ok(_) => panic!("an unsigned registration was taken"),
         Err(e) => e.to_string(),
     };
     assert!(e.contains("16") && e.contains("unsigned"), "{e}");
+    assert!(e.contains("innerClientAuthenticationCredentials"), "{e}");
 
-    let b = start(dir.path(), CqBackend::File).await;
-    let ns_addr = b.namesrv_addr().unwrap();
     let admin = client(&b, "rocketmq2", "87654321").await;
     let r = admin.invoke(create_topic("Routed"), TIMEOUT).await.unwrap();
     assert_eq!(r.code, 0, "{:?}", r.remark);

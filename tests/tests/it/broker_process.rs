@@ -101,6 +101,39 @@ impl BrokerProcess {
         }
     }
 
+    /// Its process id (for /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Its resident set now, bytes (VmRSS in /proc).
+    pub fn rss_bytes(&self) -> usize {
+        let pid = self.pid();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        let kib: usize = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        kib * 1024
+    }
+
+    /// A broker with its own NameServer and its store in `dir/store`:
+    /// default settings but `settings` (`key=value`).
+    pub async fn with_namesrv(
+        dir: &Path,
+        settings: &[&str],
+    ) -> (rmq_tests::fixtures::TestNameServer, Self) {
+        let now = rmq_common::time::Clock::now_ms(&rmq_common::time::SystemClock);
+        let ns = rmq_tests::fixtures::TestNameServer::start(now).await;
+        let mut args = hermetic(ns.ns.addr);
+        let store = format!("storePathRootDir={}", dir.join("store").display());
+        for s in settings.iter().copied().chain([store.as_str()]) {
+            args.extend(["--set".to_owned(), s.to_owned()]);
+        }
+        let b = Self::start(&dir.join("run"), "broker", &args)
+            .await
+            .unwrap();
+        (ns, b)
+    }
+
     /// Its standard error so far (the log).
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.err).unwrap_or_default()
@@ -137,6 +170,18 @@ impl BrokerProcess {
 }
 
 impl BrokerProcess {
+    /// Stops it where it is (SIGSTOP): the moment of a power cut, after
+    /// which nothing it does may count.
+    pub fn freeze(&self) {
+        let status = Command::new("kill")
+            .args(["-STOP", &self.child.id().to_string()])
+            .status();
+        assert!(
+            matches!(status, Ok(s) if s.success()),
+            "kill -STOP: {status:?}"
+        );
+    }
+
     /// Kills it with SIGKILL, as a crash.
     pub fn kill9(mut self) {
         let _ = self.child.kill();

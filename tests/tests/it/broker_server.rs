@@ -289,6 +289,13 @@ async fn offsets_survive_a_restart() {
     );
     let r = sdk::pull(&c, &pull_req("Off", 0, 4, "*")).await.unwrap();
     assert_eq!(r.messages.len(), 1);
+    // ali-ons commits -1 for a queue it has not consumed: Java 4.9.7 takes
+    // it (SUCCESS) and then answers as for a group with no offset there.
+    sdk::commit_offset(&c, "g1", "Off", 1, -1)
+        .await
+        .expect("commitOffset -1 is taken, as Java 4.9.7 takes it");
+    let after = sdk::call(&c, query(1)).await.unwrap();
+    assert_eq!(after.ext().req_i64("offset").unwrap(), 0);
     broker.shutdown().await;
 }
 
@@ -399,7 +406,7 @@ async fn broker_registers_with_a_standalone_namesrv_over_tcp() {
 /// A broker whose `config/topics.json` is damaged does not start, and says
 /// which file is wrong (not a store offset); nothing of the store is lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bad_topics_file_stops_start_up_with_the_file_named() {
+async fn a_bad_topics_file_stops_start_up_with_the_file_named_and_what_started_stops() {
     let dir = tempfile::tempdir().unwrap();
     {
         let broker = start_broker(dir.path(), CqBackend::File).await;
@@ -413,13 +420,26 @@ async fn a_bad_topics_file_stops_start_up_with_the_file_named() {
     let topics = dir.path().join("config").join("topics.json");
     let good = std::fs::read(&topics).unwrap();
     std::fs::write(&topics, b"{\"topicConfigTable\": {\"meta-t\": ").unwrap();
-    let err = Broker::start(broker_settings(dir.path(), CqBackend::File))
+    // The embedded NameServer starts before the tables are read, on a port
+    // picked here so it can be looked at after the failure.
+    let namesrv_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut settings = broker_settings(dir.path(), CqBackend::File);
+    settings.broker.namesrv_listen_port = i32::from(namesrv_port);
+    let err = Broker::start(settings)
         .await
         .expect_err("a damaged topics.json stops start-up");
     let text = err.to_string();
     assert!(text.contains("topics.json"), "{text}");
     assert!(text.contains("is not valid"), "{text}");
     assert!(!text.contains("message store"), "{text}");
+    // What the failed start had started stopped with it: its NameServer's
+    // port is free again.
+    std::net::TcpListener::bind(("127.0.0.1", namesrv_port))
+        .unwrap_or_else(|e| panic!("the failed start's NameServer still holds its port: {e}"));
 
     std::fs::write(&topics, good).unwrap();
     let broker = start_broker(dir.path(), CqBackend::File).await;

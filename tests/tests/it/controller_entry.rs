@@ -2,8 +2,9 @@
 //! 5.3.3's own keys: three `rmq-broker --controller-only -c n<i>.conf`
 //! processes elect one leader that every replica names, and a new one when
 //! the leader is SIGKILLed; a fourth on a running replica's folder fails
-//! at start naming it; `rmq-broker --namesrv-only` with
-//! `enableControllerInNamesrv=true` serves the NameServer on its port and
+//! at start naming it; `rmq-broker --namesrv-only` with Apache's
+//! namesrv.conf (`listenPort`, `kvConfigPath`, `configStorePath`,
+//! `enableControllerInNamesrv=true`) serves the NameServer on its port and
 //! the controller on its peer port, which mqadmin 5.3.3's controller
 //! commands read and update.
 
@@ -264,17 +265,21 @@ async fn namesrv_only_serves_the_embedded_controller_on_its_peer_port() {
     let (ns_port, ctl_port) = (ports[0], ports[1]);
     let ctl = SocketAddr::from(([127, 0, 0, 1], ctl_port));
     let conf = dir.path().join("namesrv.conf");
+    let kv_path = dir.path().join("kv").join("kvConfig.json");
+    // Apache's NamesrvStartup reads this file as it is: listenPort is the
+    // NameServer's, configStorePath both the NameServer's and the
+    // controller's.
     std::fs::write(
         &conf,
         format!(
-            "namesrvListenPort={ns_port}\n\
-             storePathRootDir={}\n\
+            "kvConfigPath={}\n\
+             productEnvName=center\n\
              enableControllerInNamesrv=true\n\
              {}",
-            dir.path().join("store").display(),
+            kv_path.display(),
             controller_conf(&format!("n0-{ctl}"), "n0", dir.path()),
         )
-        .replace("listenPort = 9876\n", ""),
+        .replace("listenPort = 9876\n", &format!("listenPort = {ns_port}\n")),
     )
     .unwrap();
     let ns = BrokerProcess::start(
@@ -300,6 +305,23 @@ async fn namesrv_only_serves_the_embedded_controller_on_its_peer_port() {
     .await
     .expect("the NameServer answers");
     assert_eq!(resp.code, ResponseCode::Success.code(), "{resp:?}");
+    let shown = String::from_utf8_lossy(resp.body.as_deref().unwrap_or_default()).into_owned();
+    assert!(
+        shown.contains(&format!("kvConfigPath={}\n", kv_path.display())),
+        "{shown}"
+    );
+    let mut put = RemotingCommand::request(RequestCode::PutKvConfig.code());
+    for (k, v) in [
+        ("namespace", "ORDER_TOPIC_CONFIG"),
+        ("key", "t"),
+        ("value", "b:4"),
+    ] {
+        put.ext_fields.insert(k.into(), v.into());
+    }
+    let resp = call(ns.addr, put).await.unwrap();
+    assert_eq!(resp.code, ResponseCode::Success.code(), "{resp:?}");
+    let kv = std::fs::read_to_string(&kv_path).expect("the KV table is at kvConfigPath");
+    assert!(kv.contains("ORDER_TOPIC_CONFIG"), "{kv}");
     let resp = call(ns.addr, RemotingCommand::request(1005)).await.unwrap();
     assert_eq!(resp.code, ResponseCode::RequestCodeNotSupported.code());
     let replicas = BTreeMap::from([("n0".to_owned(), ctl)]);
@@ -373,6 +395,18 @@ async fn namesrv_only_serves_the_embedded_controller_on_its_peer_port() {
     let written = std::fs::read_to_string(dir.path().join("n0.properties")).unwrap();
     assert!(
         written.contains("scanInactiveMasterInterval=7000\n"),
+        "{written}"
+    );
+    // The NameServer writes its settings to the same configStorePath and
+    // keeps the controller's.
+    let update = RemotingCommand::request(RequestCode::UpdateNamesrvConfig.code())
+        .with_body(b"namesrvBrokerExpiry=60000\n".to_vec());
+    let resp = call(ns.addr, update).await.unwrap();
+    assert_eq!(resp.code, ResponseCode::Success.code(), "{resp:?}");
+    let written = std::fs::read_to_string(dir.path().join("n0.properties")).unwrap();
+    assert!(
+        written.contains("scanInactiveMasterInterval=7000\n")
+            && written.contains("namesrvBrokerExpiry=60000\n"),
         "{written}"
     );
 

@@ -262,8 +262,15 @@ impl Member {
     }
 }
 
+/// How long a master waits for the SyncStateSet's acknowledgements (both
+/// sides): RocketMQ's 3 s default answers FLUSH_SLAVE_TIMEOUT when a
+/// loaded 2-core machine stalls a slave that long, which says nothing about
+/// interoperation and would fail `send_all`.
+const SLAVE_TIMEOUT_MS: u64 = 15_000;
+
 fn our_settings(root: &Path, backend: CqBackend, ns: SocketAddr, ctl: &str) -> Settings {
     let mut s = controller_mode_settings(root, backend, &ns.to_string(), ctl);
+    s.broker.slave_timeout_ms = SLAVE_TIMEOUT_MS;
     s.store.mapped_file_size_commit_log_bytes = SEGMENT_BYTES;
     s.broker.broker_name = SET.into();
     s
@@ -280,6 +287,7 @@ fn apache_broker(home: &Path, ns: SocketAddr, ctl: &str) -> Member {
         "brokerName={SET}\nbrokerId=-1\nbrokerRole=SLAVE\nbrokerIP2=127.0.0.1\n\
          namesrvAddr={ns}\nenableControllerMode=true\ncontrollerAddr={ctl}\n\
          allAckInSyncStateSet=true\nmappedFileSizeCommitLog={SEGMENT_BYTES}\n\
+         slaveTimeout={SLAVE_TIMEOUT_MS}\n\
          brokerHeartbeatInterval=500\n\
          syncBrokerMetadataPeriod=1000\ncheckSyncStateSetPeriod=1000\n\
          syncControllerMetadataPeriod=2000\nhaSendHeartbeatInterval=1000\n"

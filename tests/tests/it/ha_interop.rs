@@ -66,6 +66,17 @@ async fn wait_for(what: &str, mut ok: impl AsyncFnMut() -> bool) {
     }
 }
 
+/// Our broker as a slave, its store in `dir/ours`, its master the one the
+/// NameServer at `ns` names.
+async fn our_slave(dir: &std::path::Path, backend: CqBackend, ns: &str) -> Broker {
+    let mut s = rmq_tests::broker_settings(&dir.join("ours"), backend);
+    s.broker.broker_role = BrokerRole::Slave;
+    s.broker.broker_id = 1;
+    s.broker.namesrv_listen_port = -1;
+    s.broker.namesrv_addr = ns.to_owned();
+    Broker::start(s).await.unwrap()
+}
+
 async fn slave_of_apache(backend: CqBackend) {
     apache::require_jars();
     let dir = tempfile::tempdir().unwrap();
@@ -92,12 +103,7 @@ async fn slave_of_apache(backend: CqBackend) {
         }
     }
 
-    let mut s = rmq_tests::broker_settings(&dir.path().join("ours"), backend);
-    s.broker.broker_role = BrokerRole::Slave;
-    s.broker.broker_id = 1;
-    s.broker.namesrv_listen_port = -1;
-    s.broker.namesrv_addr = ns.clone();
-    let slave = Broker::start(s).await.unwrap();
+    let slave = our_slave(dir.path(), backend, &ns).await;
     let store = std::sync::Arc::clone(&slave.context().store);
     let master_end = runtime_key(m, "commitLogMaxOffset").await;
     assert!(master_end > 0);
@@ -142,6 +148,24 @@ async fn slave_of_apache(backend: CqBackend) {
         "the slave serves the master's messages in order"
     );
     slave.shutdown().await;
+
+    // Restarted with a log of its own, our slave first compares its last
+    // records with the Java master's (VIEW_MESSAGE_BY_ID), then follows on.
+    for i in 40..50 {
+        let r = sdk::send(&c, SendCode::V2, "p", TOPIC, (i % 2) as i32, &[msg(i)])
+            .await
+            .unwrap();
+        assert_eq!(r.code, 0);
+    }
+    let slave = our_slave(dir.path(), backend, &ns).await;
+    let store = std::sync::Arc::clone(&slave.context().store);
+    let master_end = runtime_key(m, "commitLogMaxOffset").await;
+    wait_for(
+        "our restarted slave follows the Java master on",
+        async || store.max_phy_offset() == master_end,
+    )
+    .await;
+    slave.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -157,10 +181,19 @@ async fn our_slave_follows_apache_4_9_7_master_rocksdb() {
 /// Apache's slave follows this broker; as a SYNC_MASTER every send is
 /// answered SUCCESS only once the Java slave acknowledged it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn apache_4_9_7_slave_follows_our_sync_master() {
+async fn apache_4_9_7_slave_follows_our_sync_master_file() {
+    apache_slave_follows_our_sync_master(CqBackend::File).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apache_4_9_7_slave_follows_our_sync_master_rocksdb() {
+    apache_slave_follows_our_sync_master(CqBackend::Rocksdb).await;
+}
+
+async fn apache_slave_follows_our_sync_master(backend: CqBackend) {
     apache::require_jars();
     let dir = tempfile::tempdir().unwrap();
-    let mut s = rmq_tests::broker_settings(&dir.path().join("ours"), CqBackend::File);
+    let mut s = rmq_tests::broker_settings(&dir.path().join("ours"), backend);
     s.broker.broker_role = BrokerRole::SyncMaster;
     let master = Broker::start(s).await.unwrap();
     let ns = master.namesrv_addr().unwrap().to_string();

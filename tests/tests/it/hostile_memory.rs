@@ -1,8 +1,9 @@
 //! Issue 15: a hostile or broken client cannot hurt anyone else (this file: hostile_memory).
 //!
-//! Each test replays one reproduction against an in-process broker on
-//! 127.0.0.1 and states the memory bound it checks. RSS is this process's
-//! (`VmRSS`), so the tests of this file run one at a time.
+//! Each test replays one reproduction against a broker on 127.0.0.1 and
+//! states the memory bound it checks. The bounds are on the broker's own
+//! resident set (`VmRSS` of a broker child process), which no other test
+//! of the suite runs in.
 
 use std::time::Duration;
 
@@ -18,19 +19,11 @@ use rmq_tests::start_broker;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::broker_process::BrokerProcess;
+
 /// Bound for anything expected to happen (a call, a close).
 const EVENT_TIMEOUT: Duration = Duration::from_secs(30);
-/// The tests measure this process's RSS: one at a time.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 const MIB: usize = 1024 * 1024;
-
-/// This process's resident set, bytes.
-fn rss_bytes() -> usize {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    let kib: usize = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kib * 1024
-}
 
 async fn fill(c: &RemotingClient, topic: &str, count: usize, size: usize) {
     for _ in 0..count {
@@ -84,7 +77,6 @@ async fn read_until_closed(s: &mut TcpStream) -> Option<usize> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pull_asking_for_everything_gets_the_transfer_limits() {
-    let _one = ONE_AT_A_TIME.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let broker = start_broker(dir.path(), CqBackend::File).await;
     let c = sdk::connect(broker.addr()).await.unwrap();
@@ -115,7 +107,6 @@ async fn a_pull_asking_for_everything_gets_the_transfer_limits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_stops_reading_is_disconnected() {
-    let _one = ONE_AT_A_TIME.lock().await;
     /// Pulls written at most (~60 MiB of requests, far more than socket
     /// buffers take); each is answered with ~256 KiB.
     const MAX_PULLS: usize = 250_000;
@@ -123,13 +114,13 @@ async fn a_client_that_stops_reading_is_disconnected() {
     /// the store mapped; without the bound it held gigabytes.
     const RSS_BOUND: usize = DEFAULT_MAX_QUEUED_BYTES + 128 * MIB;
     let dir = tempfile::tempdir().unwrap();
-    let broker = start_broker(dir.path(), CqBackend::File).await;
-    let c = sdk::connect(broker.addr()).await.unwrap();
+    let (ns, broker) = BrokerProcess::with_namesrv(dir.path(), &[]).await;
+    let c = sdk::connect(broker.addr).await.unwrap();
     fill(&c, "HM_SLOW", 32, 8 * 1024).await;
     let mut frame = BytesMut::new();
     pull("HM_SLOW", 32, None).encode(&mut frame).unwrap();
-    let before = rss_bytes();
-    let mut s = TcpStream::connect(broker.addr()).await.unwrap();
+    let before = broker.rss_bytes();
+    let mut s = TcpStream::connect(broker.addr).await.unwrap();
     // Writes pulls and never reads: the broker must close the connection
     // (a write then fails) before the pulls run out.
     let disconnected = tokio::time::timeout(EVENT_TIMEOUT, async {
@@ -141,7 +132,7 @@ async fn a_client_that_stops_reading_is_disconnected() {
         false
     })
     .await;
-    let grown = rss_bytes().saturating_sub(before);
+    let grown = broker.rss_bytes().saturating_sub(before);
     assert_eq!(
         disconnected,
         Ok(true),
@@ -154,7 +145,8 @@ async fn a_client_that_stops_reading_is_disconnected() {
         .await
         .unwrap();
     assert_eq!(resp.code, i32::from(ResponseCode::Success));
-    broker.shutdown().await;
+    broker.stop().await;
+    ns.stop().await;
 }
 
 /// A JSON request header with `fields` ext fields.
@@ -178,19 +170,18 @@ fn huge_header_frame(fields: usize) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_with_a_million_ext_fields_is_refused() {
-    let _one = ONE_AT_A_TIME.lock().await;
     /// Four such frames decoded at once took hundreds of MiB; refused, they
     /// take no more than a read buffer each.
     const RSS_BOUND: usize = 64 * MIB;
     const CONNECTIONS: usize = 4;
     let dir = tempfile::tempdir().unwrap();
-    let broker = start_broker(dir.path(), CqBackend::File).await;
+    let (ns, broker) = BrokerProcess::with_namesrv(dir.path(), &[]).await;
     let frame = huge_header_frame(1_000_000);
     assert!(frame.len() < rmq_common::remoting::MAX_FRAME_BYTES);
-    let before = rss_bytes();
+    let before = broker.rss_bytes();
     let mut tasks = Vec::new();
     for _ in 0..CONNECTIONS {
-        let (addr, frame) = (broker.addr(), frame.clone());
+        let (addr, frame) = (broker.addr, frame.clone());
         tasks.push(tokio::spawn(async move {
             let mut s = TcpStream::connect(addr).await.unwrap();
             // The broker may close while this is still being written.
@@ -205,18 +196,16 @@ async fn a_request_with_a_million_ext_fields_is_refused() {
             "closed without an answer (not decoded)"
         );
     }
-    let grown = rss_bytes()
-        .saturating_sub(before)
-        .saturating_sub(CONNECTIONS * frame.len());
+    let grown = broker.rss_bytes().saturating_sub(before);
     assert!(grown < RSS_BOUND, "RSS grew by {grown} bytes");
-    let c = sdk::connect(broker.addr()).await.unwrap();
+    let c = sdk::connect(broker.addr).await.unwrap();
     fill(&c, "HM_HEADER", 1, 10).await;
-    broker.shutdown().await;
+    broker.stop().await;
+    ns.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_over_the_per_address_cap_are_closed_while_others_are_served() {
-    let _one = ONE_AT_A_TIME.lock().await;
     const EXTRA: usize = 5;
     let dir = tempfile::tempdir().unwrap();
     let broker = start_broker(dir.path(), CqBackend::File).await;
@@ -261,29 +250,28 @@ async fn connections_over_the_per_address_cap_are_closed_while_others_are_served
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unfinished_frames_are_bounded_across_connections() {
-    let _one = ONE_AT_A_TIME.lock().await;
     /// Each connection sends 15 MiB of a 16 MiB frame; without a budget
     /// the 40 of them held 600 MiB.
     const CONNECTIONS: usize = 40;
     const SENT: usize = 15 * MIB;
     const RSS_BOUND: usize = DEFAULT_MAX_UNFINISHED_FRAME_BYTES + 96 * MIB;
     let dir = tempfile::tempdir().unwrap();
-    let broker = start_broker(dir.path(), CqBackend::File).await;
+    let (ns, broker) = BrokerProcess::with_namesrv(dir.path(), &[]).await;
     // A heartbeat whose body makes the frame just under 16 MiB.
     let mut req = RemotingCommand::request(RequestCode::HeartBeat);
     req.body = Some(vec![b' '; rmq_common::remoting::MAX_FRAME_BYTES - 4096].into());
     let mut frame = BytesMut::new();
     req.encode(&mut frame).unwrap();
-    let before = rss_bytes();
+    let before = broker.rss_bytes();
     let mut conns = Vec::new();
     for _ in 0..CONNECTIONS {
-        let mut s = TcpStream::connect(broker.addr()).await.unwrap();
+        let mut s = TcpStream::connect(broker.addr).await.unwrap();
         let ok = tokio::time::timeout(EVENT_TIMEOUT, s.write_all(&frame[..SENT]))
             .await
             .expect("the broker reads or closes");
         conns.push((s, ok.is_ok()));
     }
-    let grown = rss_bytes().saturating_sub(before);
+    let grown = broker.rss_bytes().saturating_sub(before);
     // Finish every frame: a connection still open gets an answer, a closed
     // one an end of stream.
     let mut open = 0;
@@ -304,5 +292,6 @@ async fn unfinished_frames_are_bounded_across_connections() {
         "{open} of {CONNECTIONS} connections kept their unfinished frames (at most {most_open})"
     );
     assert!(grown < RSS_BOUND, "RSS grew by {grown} bytes");
-    broker.shutdown().await;
+    broker.stop().await;
+    ns.stop().await;
 }

@@ -192,6 +192,9 @@ java_scenarios! {
     // The admin API (DefaultMQAdminExt 4.9.8) against every administration
     // answer, the consumer's own ones relayed through the broker.
     V4 "admin" => java_admin_file, java_admin_rocksdb;
+    // An offset reset with the push consumer online: the broker pushes the
+    // new offsets to it and it reads again (ResetOnlineScenario.java).
+    V4 "resetonline" => java_resetonline_file, java_resetonline_rocksdb;
     // Light message queues: a multi-dispatch send, then each LMQ pulled
     // exactly (LmqScenario.java).
     V4 "lmq" => java_lmq_file, java_lmq_rocksdb;

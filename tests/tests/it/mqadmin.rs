@@ -557,10 +557,19 @@ async fn mqadmin_rocksdb() {
 /// (`deleteAclConfig`) stops; without tools.yml every one is refused and
 /// the file is left as it was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mqadmin_acl_commands() {
+async fn mqadmin_acl_commands_file() {
+    mqadmin_acl_commands(CqBackend::File).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mqadmin_acl_commands_rocksdb() {
+    mqadmin_acl_commands(CqBackend::Rocksdb).await;
+}
+
+async fn mqadmin_acl_commands(backend: CqBackend) {
     java::require_java_and_jars(Client::V4);
     let dir = tempfile::tempdir().unwrap();
-    let b = crate::acl::start(dir.path(), CqBackend::File).await;
+    let b = crate::acl::start(dir.path(), backend).await;
     let admin = Admin::new(b.namesrv_addr().unwrap());
     let addr = b.addr().to_string();
     let acl_file = dir.path().join("plain_acl.yml");

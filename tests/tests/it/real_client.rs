@@ -312,10 +312,19 @@ async fn ali_ons_fails_over_when_a_broker_dies() {
 /// wrong secret, an unknown key and a DENY topic are each refused with
 /// NO_PERMISSION and nothing is stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ali_ons_signs_and_is_checked() {
+async fn ali_ons_signs_and_is_checked_file() {
+    ali_ons_signs_and_is_checked(CqBackend::File).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ali_ons_signs_and_is_checked_rocksdb() {
+    ali_ons_signs_and_is_checked(CqBackend::Rocksdb).await;
+}
+
+async fn ali_ons_signs_and_is_checked(backend: CqBackend) {
     require_node_and_client();
     let dir = tempfile::tempdir().unwrap();
-    let b = crate::acl::start(dir.path(), CqBackend::File).await;
+    let b = crate::acl::start(dir.path(), backend).await;
     let admin = crate::acl::client(&b, "rocketmq2", "87654321").await;
     for t in ["Allowed", "Denied"] {
         let r = admin

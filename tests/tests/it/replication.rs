@@ -699,3 +699,163 @@ async fn a_slave_ahead_of_its_master_is_refused_and_keeps_its_log() {
     s.shutdown().await;
     m.shutdown().await;
 }
+
+/// The log of a power cut of both: the slave holds records its master
+/// lost, and the master has since written other records, past the slave's
+/// end, at those offsets. The slave compares records with its master
+/// before it follows, cuts back to the last one they share (its consume
+/// queue too), and then holds the master's log byte for byte. Without
+/// the cut, the master streams from inside one of its new records and the
+/// slave appends those bytes to its own.
+async fn heals(slave_backend: CqBackend) {
+    let dir = tempfile::tempdir().unwrap();
+    let m = master(dir.path(), CqBackend::File, BrokerRole::AsyncMaster).await;
+    create_topic(&m).await;
+    let s = slave(dir.path(), slave_backend, &m).await;
+    let c = sdk::connect(m.addr()).await.unwrap();
+    for i in 0..10 {
+        sdk::send(&c, SendCode::V2, "p", TOPIC, 0, &[msg(i)])
+            .await
+            .unwrap();
+    }
+    let (mstore, sstore) = (
+        std::sync::Arc::clone(&m.context().store),
+        std::sync::Arc::clone(&s.context().store),
+    );
+    let end = mstore.max_phy_offset();
+    wait_until("the slave caught up", || sstore.max_phy_offset() == end);
+    wait_until("the slave dispatched", || {
+        sstore.max_offset_in_queue(TOPIC, 0).unwrap() == 10
+    });
+    s.shutdown().await;
+    drop(c);
+
+    // The master loses its last three records and takes four larger ones.
+    let records = mstore.commit_log().records_from(0);
+    assert_eq!(records.len(), 10, "{records:?}");
+    let lost_from = records[7].0;
+    mstore.truncate_to(lost_from).unwrap();
+    let c = sdk::connect(m.addr()).await.unwrap();
+    for i in 100..104 {
+        sdk::send(&c, SendCode::V2, "p", TOPIC, 0, &[msg(i * 7 + 6)])
+            .await
+            .unwrap();
+    }
+    let end = mstore.max_phy_offset();
+    assert!(
+        end > sstore.max_phy_offset(),
+        "the master grew past the slave"
+    );
+    drop(sstore);
+
+    let s = slave(dir.path(), slave_backend, &m).await;
+    let sstore = std::sync::Arc::clone(&s.context().store);
+    wait_until("the slave holds the master's end", || {
+        sstore.max_phy_offset() == end
+    });
+    let bytes = |store: &rmq_store::MessageStore| {
+        store
+            .commit_log()
+            .select(0, end as usize)
+            .unwrap()
+            .bytes()
+            .to_vec()
+    };
+    assert!(
+        bytes(&mstore) == bytes(&sstore),
+        "the slave holds the master's log byte for byte"
+    );
+    wait_until("the slave's queue holds the master's 11 messages", || {
+        sstore.max_offset_in_queue(TOPIC, 0).unwrap() == 11
+    });
+    // Each queue offset names the same message on both (pulls wait for
+    // the slave's copy of the topic table).
+    let sctx = std::sync::Arc::clone(s.context());
+    wait_until("the slave copied the topic", || {
+        sctx.topics.get(TOPIC).is_some()
+    });
+    let pulled = |addr| async move {
+        let c = sdk::connect(addr).await.unwrap();
+        let p = sdk::PullRequest {
+            group: "HealGroup".into(),
+            topic: TOPIC.into(),
+            queue_id: 0,
+            offset: 0,
+            max_msgs: 32,
+            subscription: Some("*".into()),
+            suspend: None,
+            commit_offset: None,
+        };
+        let r = sdk::pull(&c, &p).await.unwrap();
+        let bodies: Vec<_> = r.messages.into_iter().map(|m| m.body).collect();
+        (r.queue_offsets, bodies)
+    };
+    let (mine, theirs) = (pulled(s.addr()).await, pulled(m.addr()).await);
+    assert_eq!(mine.0, (0..11).collect::<Vec<i64>>());
+    assert!(
+        mine == theirs,
+        "the slave's queue names the master's messages"
+    );
+    s.shutdown().await;
+    m.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_holding_records_its_master_lost_cuts_back_and_follows_file() {
+    heals(CqBackend::File).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_holding_records_its_master_lost_cuts_back_and_follows_rocksdb() {
+    heals(CqBackend::Rocksdb).await;
+}
+
+/// A transfer stops anywhere, so a slave reconnects with its log ending
+/// inside a record: the master streams the rest of that record from there
+/// (RocketMQ's master does the same), and counts the slave.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_ending_inside_a_record_is_streamed_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = master(dir.path(), CqBackend::File, BrokerRole::AsyncMaster).await;
+    create_topic(&m).await;
+    let c = sdk::connect(m.addr()).await.unwrap();
+    for i in 0..3 {
+        sdk::send(&c, SendCode::V2, "p", TOPIC, 0, &[msg(i)])
+            .await
+            .unwrap();
+    }
+    let log = m.context().store.commit_log();
+    let records = log.records_from(0);
+    let inside = records[1].0 + 17;
+    let end = m.context().store.max_phy_offset();
+    let ha = *m.context().ha_addr.get().expect("the master takes slaves");
+    let mut raw = tokio::net::TcpStream::connect(ha).await.unwrap();
+    raw.write_all(&encode_report(inside)).await.unwrap();
+    let mut got = Vec::new();
+    while inside + (got.len() as i64) < end {
+        let mut h = [0u8; HEADER_LEN];
+        tokio::time::timeout(CATCH_UP, raw.read_exact(&mut h))
+            .await
+            .expect("the master streams to a slave ending inside a record")
+            .unwrap();
+        let h = FrameHeader::decode(&h);
+        assert_eq!(
+            h.offset,
+            inside + got.len() as i64,
+            "frames follow each other"
+        );
+        let mut body = vec![0u8; h.size as usize];
+        raw.read_exact(&mut body).await.unwrap();
+        got.extend_from_slice(&body);
+    }
+    let want = log.select(inside, (end - inside) as usize).unwrap();
+    assert!(
+        got == want.bytes(),
+        "the rest of the log from inside the record"
+    );
+    wait_until("the master counts the slave", || {
+        m.context().ha_acks.slaves() == 1
+    });
+    drop(raw);
+    m.shutdown().await;
+}

@@ -170,6 +170,48 @@ async fn replies_reach_their_requester(backend: CqBackend) {
     let r = replier.invoke(bare, TIMEOUT).await.unwrap();
     assert_eq!(r.code, i32::from(ResponseCode::SystemError));
     assert!(r.remark.unwrap_or_default().contains("REPLY_TO_CLIENT"));
+
+    // storeReplyMessageEnable=false, changed at runtime: pushed, not
+    // stored.
+    let stored = reply_topic_end(&broker);
+    let mut update = RemotingCommand::request(RequestCode::UpdateBrokerConfig);
+    update.body = Some(b"storeReplyMessageEnable=false\n".to_vec().into());
+    assert_eq!(replier.invoke(update, TIMEOUT).await.unwrap().code, 0);
+    let r = replier
+        .invoke(reply("req-1", "corr-4", "not kept"), TIMEOUT)
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let push = tokio::time::timeout(TIMEOUT, pushes.recv())
+        .await
+        .expect("a push within the timeout")
+        .unwrap();
+    assert_eq!(push.body.as_deref(), Some(&b"not kept"[..]));
+    // A stored message would be dispatched by the time a later one is:
+    // send one to another topic and wait for it.
+    let c = sdk::connect(broker.addr()).await.unwrap();
+    let m = sdk::OutMessage {
+        body: b"after".to_vec(),
+        ..sdk::OutMessage::default()
+    };
+    sdk::send(&c, sdk::SendCode::V2, "p", "AfterReply", 0, &[m])
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while broker
+        .context()
+        .store
+        .max_offset_in_queue("AfterReply", 0)
+        .unwrap()
+        < 1
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "AfterReply never dispatched"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(reply_topic_end(&broker), stored, "the reply was stored");
     broker.shutdown().await;
 }
 

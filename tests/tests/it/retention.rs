@@ -12,7 +12,7 @@ use std::sync::Arc;
 use rmq_broker::broker::Broker;
 use rmq_client::{self as sdk, OutMessage, PullRequest, SendCode};
 use rmq_common::config::CqBackend;
-use rmq_common::remoting::{RequestCode, ResponseCode};
+use rmq_common::remoting::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_common::time::{Clock, ManualClock};
 use rmq_common::StoreConfig;
 use rmq_store::clean::{CleanReason, CleanTrigger, PassEnd};
@@ -24,6 +24,8 @@ use rmq_tests::{
 };
 
 const TOPIC: &str = "RetentionTopic";
+/// A topic whose messages all expire.
+const OLD_TOPIC: &str = "RetentionSilentTopic";
 const HOUR_MS: i64 = 3_600_000;
 /// 2026-12-03 10:00 UTC: not the `deleteWhen` hour (04).
 const T0: i64 = 1_796_292_000_000;
@@ -181,6 +183,26 @@ async fn over_the_protocol(backend: CqBackend) {
     rmq_tools::admin::topic_create(&rmq_client::Connector::new(), broker.addr(), TOPIC, 1, 6)
         .await
         .unwrap();
+    rmq_tools::admin::topic_create(
+        &rmq_client::Connector::new(),
+        broker.addr(),
+        OLD_TOPIC,
+        1,
+        6,
+    )
+    .await
+    .unwrap();
+    // Three messages of a topic that then falls silent: they are in the
+    // first segment, which retention removes.
+    for i in 0..3 {
+        let m = OutMessage {
+            body: format!("old{i}").into_bytes(),
+            ..OutMessage::default()
+        };
+        sdk::send(&c, SendCode::V2, "p", OLD_TOPIC, 0, &[m])
+            .await
+            .unwrap();
+    }
     for i in 0..400 {
         let m = OutMessage {
             body: format!("m{i}-{}", "y".repeat(500)).into_bytes(),
@@ -222,6 +244,54 @@ async fn over_the_protocol(backend: CqBackend) {
         .await
         .unwrap();
     assert_eq!(min_answer, min);
+
+    // CLEAN_EXPIRED_CONSUMEQUEUE as RocketMQ: the silent topic's queue,
+    // whose last unit points below the CommitLog's minimum, goes (its
+    // next message is at 0 again); the live topic keeps its queue and
+    // every message still stored.
+    let max_before = store.max_offset_in_queue(TOPIC, 0).unwrap();
+    assert_eq!(store.max_offset_in_queue(OLD_TOPIC, 0).unwrap(), 3);
+    let r = c
+        .invoke(
+            RemotingCommand::request(RequestCode::CleanExpiredConsumequeue),
+            sdk::DEFAULT_TIMEOUT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    assert_eq!(store.max_offset_in_queue(OLD_TOPIC, 0).unwrap(), 0);
+    assert_eq!(store.min_offset_in_queue(TOPIC, 0).unwrap(), min);
+    assert_eq!(store.max_offset_in_queue(TOPIC, 0).unwrap(), max_before);
+    let mut read = 0;
+    let mut at = min;
+    while at < max_before {
+        let p = PullRequest {
+            group: "g".into(),
+            topic: TOPIC.into(),
+            queue_id: 0,
+            offset: at,
+            max_msgs: 32,
+            subscription: Some("*".into()),
+            suspend: None,
+            commit_offset: None,
+        };
+        let pulled = sdk::pull(&c, &p).await.unwrap();
+        assert!(
+            !pulled.messages.is_empty(),
+            "nothing read at {at} of {max_before}"
+        );
+        read += pulled.messages.len() as i64;
+        at = pulled.next_begin_offset;
+    }
+    assert_eq!(read, max_before - min);
+    let again = OutMessage {
+        body: b"old-again".to_vec(),
+        ..OutMessage::default()
+    };
+    let r = sdk::send(&c, SendCode::V2, "p", OLD_TOPIC, 0, &[again])
+        .await
+        .unwrap();
+    assert_eq!(r.queue_offset, 0, "the removed queue starts again at 0");
     broker.shutdown().await;
 }
 

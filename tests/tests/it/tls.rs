@@ -387,10 +387,19 @@ async fn java_send(ns: std::net::SocketAddr, home: &Path, jvm: &[&str], prefix: 
 /// a self-signed test certificate (`tlsTestModeEnable`); on a permissive
 /// one, with and without TLS.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn java_client_over_tls() {
+async fn java_client_over_tls_file() {
+    java_client_over_tls(CqBackend::File).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn java_client_over_tls_rocksdb() {
+    java_client_over_tls(CqBackend::Rocksdb).await;
+}
+
+async fn java_client_over_tls(backend: CqBackend) {
     rmq_tests::java::require_java_and_jars(rmq_tests::java::Client::V4);
     let dir = tempfile::tempdir().unwrap();
-    let mut s = rmq_tests::broker_settings(&dir.path().join("enforcing"), CqBackend::File);
+    let mut s = rmq_tests::broker_settings(&dir.path().join("enforcing"), backend);
     s.broker.tls_mode = "enforcing".into();
     let b = Broker::start(s).await.unwrap();
     let ns = b.namesrv_addr().unwrap();

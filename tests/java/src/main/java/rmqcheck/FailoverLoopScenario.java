@@ -32,7 +32,11 @@ import org.apache.rocketmq.client.producer.DefaultMQProducer;
  * never hands out an offset again), and a consumer of a new group reads every
  * acknowledged message, with its body, at the queue offset its send was
  * answered with, within {@code read-within-ms}. Printed per kill: the send
- * outage, from the kill to the next SEND_OK. Messages stored but not
+ * outage, the longest pause between two SEND_OKs from the last one before
+ * the kill to the last one before the next kill (a send answered by the dying master just after
+ * the kill does not end it), and the route time, from the kill until the
+ * NameServer's route names another master (polled every 100 ms; the send
+ * outage adds the client's wait for its next route poll). Messages stored but not
  * acknowledged may be read too (and a retried send twice): counted, not
  * failed.
  */
@@ -46,6 +50,8 @@ final class FailoverLoopScenario {
     static final long SENDER_STOP_MS = 30_000;
     /** How often {@code acked} is written. */
     static final long PROGRESS_MS = 100;
+    /** How often the route is read. */
+    static final long ROUTE_POLL_MS = 100;
 
     /** Where a send was answered to be stored. */
     record Place(String broker, int queueId, long offset) {}
@@ -68,6 +74,7 @@ final class FailoverLoopScenario {
             ackTimes.add(System.currentTimeMillis());
         });
 
+        RouteWatch routes = new RouteWatch(env, topic);
         Path dir = Paths.get("").toAbsolutePath();
         env.waitFor("the driver's stop-sending", ROUNDS_TIMEOUT_MS, () -> {
             Path tmp = dir.resolve("acked.tmp");
@@ -80,6 +87,7 @@ final class FailoverLoopScenario {
             }
             return Boolean.TRUE;
         });
+        routes.stop();
         if (!sender.stop(SENDER_STOP_MS)) {
             throw env.fail("sender stops", "still sending " + SENDER_STOP_MS + " ms after stop-sending");
         }
@@ -90,7 +98,7 @@ final class FailoverLoopScenario {
         }
         env.pass("sends", expected.size() + " SEND_OK, " + sender.refused + " refused, " + sender.failures.get()
             + " failed");
-        reportOutages(env, readKills(dir), ackTimes);
+        reportOutages(env, readKills(dir), ackTimes, routes.changes());
 
         Map<Place, String> byPlace = new HashMap<>();
         for (Map.Entry<String, Place> e : expected.entrySet()) {
@@ -169,37 +177,68 @@ final class FailoverLoopScenario {
         return out;
     }
 
-    /** Prints each kill's outage (kill to the next SEND_OK) and their summary. */
-    static void reportOutages(Env env, List<Long> kills, List<Long> ackTimes) {
+    /**
+     * Prints each kill's send outage (the longest pause between consecutive
+     * SEND_OKs from the last one before the kill to the last one before the
+     * next kill) and
+     * route time (kill to the first route naming another master), and their
+     * summary.
+     */
+    static void reportOutages(Env env, List<Long> kills, List<Long> ackTimes, List<RouteWatch.Change> routes) {
         List<Long> acks;
         synchronized (ackTimes) {
             acks = new ArrayList<>(ackTimes);
         }
         Collections.sort(acks);
         List<Long> outages = new ArrayList<>();
+        List<Long> routeTimes = new ArrayList<>();
         for (int i = 0; i < kills.size(); i++) {
             long kill = kills.get(i);
-            int at = Collections.binarySearch(acks, kill + 1);
-            int next = at >= 0 ? at : -at - 1;
-            if (next >= acks.size()) {
+            long end = i + 1 < kills.size() ? kills.get(i + 1) : Long.MAX_VALUE;
+            int at = Collections.binarySearch(acks, kill);
+            int from = Math.max(0, (at >= 0 ? at : -at - 1) - 1);
+            if (from + 1 >= acks.size() || acks.get(acks.size() - 1) <= kill) {
                 throw env.fail("sends resume", "no SEND_OK after kill " + (i + 1));
             }
-            long outage = acks.get(next) - kill;
+            long outage = 0;
+            // Gaps ending before the next kill: one spanning it is that kill's.
+            for (int j = from; j + 1 < acks.size() && acks.get(j + 1) < end; j++) {
+                outage = Math.max(outage, acks.get(j + 1) - acks.get(j));
+            }
             outages.add(outage);
-            System.out.println("FAILOVER kill=" + (i + 1) + " outage_ms=" + outage);
+            String before = RouteWatch.masterAt(routes, kill);
+            long route = -1;
+            for (RouteWatch.Change c : routes) {
+                if (c.atMs() > kill && c.atMs() < end && c.master() != null && !c.master().equals(before)) {
+                    route = c.atMs() - kill;
+                    break;
+                }
+            }
+            if (route >= 0) {
+                routeTimes.add(route);
+            }
+            System.out.println("FAILOVER kill=" + (i + 1) + " outage_ms=" + outage + " route_ms=" + route);
         }
         if (outages.isEmpty()) {
             return;
         }
-        List<Long> sorted = new ArrayList<>(outages);
-        Collections.sort(sorted);
-        long sum = 0;
-        for (long o : sorted) {
-            sum += o;
-        }
-        String summary = "kills=" + sorted.size() + " mean_ms=" + (sum / sorted.size()) + " p50_ms="
-            + sorted.get(sorted.size() / 2) + " max_ms=" + sorted.get(sorted.size() - 1);
+        String summary = "kills=" + outages.size() + " " + stats("", outages) + " " + stats("route_", routeTimes);
         System.out.println("FAILOVER " + summary);
         env.pass("sends resume after every kill", summary);
+    }
+
+    /** {@code <p>mean_ms=.. <p>p50_ms=.. <p>max_ms=..} of {@code values}. */
+    static String stats(String prefix, List<Long> values) {
+        if (values.isEmpty()) {
+            return prefix + "none";
+        }
+        List<Long> sorted = new ArrayList<>(values);
+        Collections.sort(sorted);
+        long sum = 0;
+        for (long v : sorted) {
+            sum += v;
+        }
+        return prefix + "mean_ms=" + (sum / sorted.size()) + " " + prefix + "p50_ms=" + sorted.get(sorted.size() / 2)
+            + " " + prefix + "max_ms=" + sorted.get(sorted.size() - 1);
     }
 }

@@ -34,6 +34,8 @@ final class LmqScenario {
     static final int MESSAGES = 400;
     static final int FAN_OUT = 3;
     static final int BATCH = 10;
+    /** Longest the LMQs' dispatch may run behind the last answered send. */
+    static final long DISPATCH_WAIT_MS = 30_000;
 
     static void run(Env env) throws Exception {
         String parent = env.createTopic(env.name("parent"), 4);
@@ -86,8 +88,16 @@ final class LmqScenario {
             if (want.size() != perLmq) {
                 throw env.fail("expectation", lmq + " expects " + want.size() + " messages, not " + perLmq);
             }
+            // Dispatch into the LMQs runs behind the answered sends (as in
+            // RocketMQ's own broker): wait, bounded, for it to reach them.
             long min = c.minOffset(lmq);
             long max = c.maxOffset(lmq);
+            long dispatchDeadline = System.currentTimeMillis() + DISPATCH_WAIT_MS;
+            while (max < want.size() && System.currentTimeMillis() < dispatchDeadline) {
+                Thread.sleep(50);
+                min = c.minOffset(lmq);
+                max = c.maxOffset(lmq);
+            }
             if (min != 0 || max != want.size()) {
                 throw env.fail("lmq offsets", lmq + ": expected min 0 max " + want.size() + ", saw " + min + "/" + max);
             }

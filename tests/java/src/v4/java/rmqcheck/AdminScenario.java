@@ -109,9 +109,13 @@ final class AdminScenario {
         });
         env.pass("viewBrokerStatsData TOPIC_PUT_NUMS", "minute sum " + puts.getStatsMinute().getSum()
             + ", tps " + puts.getStatsMinute().getTps());
-        BrokerStatsData gets = env.admin.viewBrokerStatsData(env.brokerAddr, "GROUP_GET_NUMS",
-            topic + "@" + group);
-        env.expectTrue("viewBrokerStatsData GROUP_GET_NUMS", gets.getStatsDay().getSum() >= 0, "" + gets);
+        // The group read every message once: its minute sum is MESSAGES.
+        BrokerStatsData gets = env.waitFor("GROUP_GET_NUMS minute sum " + MESSAGES, STATS_TIMEOUT_MS, () -> {
+            BrokerStatsData d = env.admin.viewBrokerStatsData(env.brokerAddr, "GROUP_GET_NUMS",
+                topic + "@" + group);
+            return d.getStatsMinute().getSum() == MESSAGES ? d : null;
+        });
+        env.pass("viewBrokerStatsData GROUP_GET_NUMS", "minute sum " + gets.getStatsMinute().getSum());
 
         // The clone (offline, no retry topic) shows in the broker's consume
         // stats with the source's offsets: nothing behind.

@@ -33,6 +33,16 @@ final class Compat {
             String.valueOf(bd.getBrokerAddrs())};
     }
 
+    /** The master address the NameServer's route of {@code topic} names
+     *  (broker id 0 of its first broker set); {@code null} when none. */
+    static String masterOf(DefaultMQAdminExt admin, String topic) throws Exception {
+        TopicRouteData route = admin.examineTopicRouteInfo(topic);
+        for (BrokerData b : route.getBrokerDatas()) {
+            return b.getBrokerAddrs().get(MixAll.MASTER_ID);
+        }
+        return null;
+    }
+
     /** Whether the NameServer routes {@code topic} with {@code queues} read and write queues. */
     static boolean routed(DefaultMQAdminExt admin, String topic, int queues) {
         TopicRouteData route;
@@ -55,6 +65,7 @@ final class Compat {
         scenarios.put("admin", AdminScenario::run);
         scenarios.put("failover", FailoverScenario::run);
         scenarios.put("acl", AclScenario::run);
+        scenarios.put("resetonline", ResetOnlineScenario::run);
     }
 
     /**

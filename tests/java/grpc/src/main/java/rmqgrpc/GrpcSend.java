@@ -40,6 +40,7 @@ final class GrpcSend {
         if (!mode.equals("sync") && !mode.equals("async")) {
             throw new GrpcSuite.CheckFailed("--mode is sync or async, not " + mode);
         }
+        long start = System.nanoTime();
         ClientServiceProvider provider = ClientServiceProvider.loadService();
         ClientConfiguration config = ClientConfiguration.newBuilder()
             .setEndpoints(endpoint)
@@ -66,10 +67,13 @@ final class GrpcSend {
                 }
                 messages.add(builder.build());
             }
+            GrpcSuite.tagged("NOTE", "producer started after " + (System.nanoTime() - start) / 1_000_000 + " ms");
             List<SendReceipt> receipts = new ArrayList<>();
             if (mode.equals("sync")) {
                 for (Message m : messages) {
                     receipts.add(producer.send(m));
+                    GrpcSuite.tagged("NOTE", "receipt " + receipts.size() + " after "
+                        + (System.nanoTime() - start) / 1_000_000 + " ms");
                 }
             } else {
                 List<CompletableFuture<SendReceipt>> futures = new ArrayList<>();
@@ -79,12 +83,15 @@ final class GrpcSend {
                 for (CompletableFuture<SendReceipt> f : futures) {
                     receipts.add(f.get(REQUEST_TIMEOUT.toMillis() * 2, TimeUnit.MILLISECONDS));
                 }
+                GrpcSuite.tagged("NOTE", "all receipts after " + (System.nanoTime() - start) / 1_000_000 + " ms");
             }
             for (int i = 0; i < count; i++) {
                 Message m = messages.get(i);
                 GrpcSuite.line("SENT", receipts.get(i).getMessageId().toString(), tag,
                     String.join(" ", m.getKeys()), mode + "-body-" + i);
             }
+            GrpcSuite.tagged("NOTE", "closing the producer after " + (System.nanoTime() - start) / 1_000_000 + " ms");
         }
+        GrpcSuite.tagged("NOTE", "closed after " + (System.nanoTime() - start) / 1_000_000 + " ms");
     }
 }

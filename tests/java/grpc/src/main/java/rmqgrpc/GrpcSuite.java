@@ -76,7 +76,14 @@ public final class GrpcSuite {
             } catch (InterruptedException e) {
                 return;
             }
-            System.out.println("FAIL " + name + ": timed out after " + timeoutMs + " ms");
+            System.out.println("FAIL " + name + ": timed out after " + timeoutMs + " ms; threads:");
+            for (Map.Entry<Thread, StackTraceElement[]> e : Thread.getAllStackTraces().entrySet()) {
+                System.out.println("  " + e.getKey().getName());
+                StackTraceElement[] st = e.getValue();
+                for (int i = 0; i < Math.min(st.length, 10); i++) {
+                    System.out.println("    at " + st[i]);
+                }
+            }
             System.out.flush();
             Runtime.getRuntime().halt(3);
         }, "watchdog");
