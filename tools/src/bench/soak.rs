@@ -229,7 +229,12 @@ pub async fn run(spec: &SoakSpec) -> anyhow::Result<SoakReport> {
         None => broker_proc::default_binary()?,
     };
     let tmp = match &spec.dir {
-        Some(parent) => tempfile::tempdir_in(parent)?,
+        Some(parent) => {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("create --dir {}", parent.display()))?;
+            tempfile::tempdir_in(parent)
+                .with_context(|| format!("make a run folder in --dir {}", parent.display()))?
+        }
         None => tempfile::tempdir()?,
     };
     let port = free_listen_port()?;
