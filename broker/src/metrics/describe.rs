@@ -143,6 +143,11 @@ const HELP: &[(Kind, &str, &str)] = &[
     ),
     (
         G,
+        n::ROCKSDB_TABLE_READERS_BYTES,
+        "RocksDB table readers' memory (index and filter blocks outside the block cache), estimated.",
+    ),
+    (
+        G,
         n::ROCKSDB_WRITE_STALLED,
         "1 while RocksDB stalls or stops writes.",
     ),

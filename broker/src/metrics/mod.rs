@@ -81,6 +81,8 @@ pub mod names {
     pub const ROCKSDB_PENDING_COMPACTION_BYTES: &str = "rmq_rocksdb_pending_compaction_bytes";
     /// RocksDB block cache.
     pub const ROCKSDB_BLOCK_CACHE_USAGE_BYTES: &str = "rmq_rocksdb_block_cache_usage_bytes";
+    /// RocksDB table readers (index and filter blocks outside the cache).
+    pub const ROCKSDB_TABLE_READERS_BYTES: &str = "rmq_rocksdb_table_readers_bytes";
     /// 1 while RocksDB stalls writes.
     pub const ROCKSDB_WRITE_STALLED: &str = "rmq_rocksdb_write_stalled";
     /// Time RocksDB spent stalling writes.

@@ -47,7 +47,10 @@ impl Sampler {
             gauge(names::CQ_MAPPED_FILES, st.mapped_files as f64);
             gauge(
                 names::CQ_MEMORY_BYTES,
-                (st.mapped_bytes + st.memtable_bytes + st.block_cache_usage_bytes) as f64,
+                (st.mapped_bytes
+                    + st.memtable_bytes
+                    + st.block_cache_usage_bytes
+                    + st.table_readers_bytes) as f64,
             );
             gauge(names::CQ_QUEUES, st.queues as f64);
             gauge(names::CQ_LMQ_QUEUES, st.lmq_queues as f64);
@@ -66,6 +69,10 @@ impl Sampler {
             }
             if s.backend == CqBackend::Rocksdb {
                 gauge(names::ROCKSDB_MEMTABLE_BYTES, st.memtable_bytes as f64);
+                gauge(
+                    names::ROCKSDB_TABLE_READERS_BYTES,
+                    st.table_readers_bytes as f64,
+                );
                 gauge(
                     names::ROCKSDB_PENDING_COMPACTION_BYTES,
                     st.pending_compaction_bytes as f64,

@@ -153,6 +153,9 @@ pub struct CqStats {
     pub pending_compaction_bytes: u64,
     /// RocksDB: block cache bytes in use.
     pub block_cache_usage_bytes: u64,
+    /// RocksDB: memory of its table readers (the index and filter blocks
+    /// of open SST files held outside the block cache), estimated.
+    pub table_readers_bytes: u64,
     /// RocksDB: whether writes are stalled or stopped right now (0 or 1).
     pub write_stalled: u64,
     /// RocksDB: cumulative write-stall time, microseconds.
