@@ -218,6 +218,29 @@ pub struct PullRequest {
     pub commit_offset: Option<i64>,
 }
 
+impl PullRequest {
+    /// A pull of up to `max_msgs` messages of every tag (`*`), neither held
+    /// nor committing; set the other fields with struct update syntax.
+    pub fn new(
+        group: impl Into<String>,
+        topic: impl Into<String>,
+        queue_id: i32,
+        offset: i64,
+        max_msgs: i32,
+    ) -> Self {
+        Self {
+            group: group.into(),
+            topic: topic.into(),
+            queue_id,
+            offset,
+            max_msgs,
+            subscription: Some("*".into()),
+            suspend: None,
+            commit_offset: None,
+        }
+    }
+}
+
 /// Pulls messages.
 pub async fn pull(client: &RemotingClient, p: &PullRequest) -> Result<PullResult, SdkError> {
     let mut sys_flag = 0;

@@ -209,7 +209,12 @@ pub(crate) async fn read_topic(
     for queue in 0..queues {
         let mut offset = 0;
         loop {
-            let r = match sdk::pull(&c, &reader_pull(topic, queue, offset, batch)).await {
+            let r = match sdk::pull(
+                &c,
+                &sdk::PullRequest::new("PowerLossReader", topic, queue, offset, batch),
+            )
+            .await
+            {
                 Ok(r) => r,
                 Err(sdk::SdkError::Refused { code: 17, .. }) => return out,
                 Err(e) => panic!("pull {topic} queue {queue} at {offset}: {e}"),
@@ -224,20 +229,6 @@ pub(crate) async fn read_topic(
         }
     }
     out
-}
-
-/// A plain pull of `max` messages of `topic`'s `queue` from `offset`.
-fn reader_pull(topic: &str, queue: i32, offset: i64, max: i32) -> sdk::PullRequest {
-    sdk::PullRequest {
-        group: "PowerLossReader".into(),
-        topic: topic.into(),
-        queue_id: queue,
-        offset,
-        max_msgs: max,
-        subscription: Some("*".into()),
-        suspend: None,
-        commit_offset: None,
-    }
 }
 
 /// The names in the table `field` of what `code` answers with.
@@ -509,7 +500,12 @@ async fn queue_ends(addr: SocketAddr) -> String {
     let c = sdk::connect(addr).await.unwrap();
     let mut out = String::new();
     for queue in 0..QUEUES {
-        let line = match sdk::pull(&c, &reader_pull(TOPIC, queue, 0, 1)).await {
+        let line = match sdk::pull(
+            &c,
+            &sdk::PullRequest::new("PowerLossReader", TOPIC, queue, 0, 1),
+        )
+        .await
+        {
             Ok(r) => format!(
                 "queue {queue}: code {} min {} max {} next {} messages {}\n",
                 r.code,

@@ -776,16 +776,7 @@ async fn heals(slave_backend: CqBackend) {
     });
     let pulled = |addr| async move {
         let c = sdk::connect(addr).await.unwrap();
-        let p = sdk::PullRequest {
-            group: "HealGroup".into(),
-            topic: TOPIC.into(),
-            queue_id: 0,
-            offset: 0,
-            max_msgs: 32,
-            subscription: Some("*".into()),
-            suspend: None,
-            commit_offset: None,
-        };
+        let p = sdk::PullRequest::new("HealGroup", TOPIC, 0, 0, 32);
         let r = sdk::pull(&c, &p).await.unwrap();
         let bodies: Vec<_> = r.messages.into_iter().map(|m| m.body).collect();
         (r.queue_offsets, bodies)

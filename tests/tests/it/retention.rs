@@ -265,16 +265,7 @@ async fn over_the_protocol(backend: CqBackend) {
     let mut read = 0;
     let mut at = min;
     while at < max_before {
-        let p = PullRequest {
-            group: "g".into(),
-            topic: TOPIC.into(),
-            queue_id: 0,
-            offset: at,
-            max_msgs: 32,
-            subscription: Some("*".into()),
-            suspend: None,
-            commit_offset: None,
-        };
+        let p = PullRequest::new("g", TOPIC, 0, at, 32);
         let pulled = sdk::pull(&c, &p).await.unwrap();
         assert!(
             !pulled.messages.is_empty(),

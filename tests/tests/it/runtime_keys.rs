@@ -28,14 +28,8 @@ async fn update(c: &RemotingClient, properties: &str) {
 /// answered (PULL_NOT_FOUND).
 async fn suspended_pull(c: &RemotingClient, topic: &str) -> Duration {
     let p = PullRequest {
-        group: "RuntimeKeys".into(),
-        topic: topic.into(),
-        queue_id: 0,
-        offset: 0,
-        max_msgs: 1,
-        subscription: Some("*".into()),
         suspend: Some(SUSPEND),
-        commit_offset: None,
+        ..PullRequest::new("RuntimeKeys", topic, 0, 0, 1)
     };
     let started = Instant::now();
     let r = sdk::pull(c, &p).await.unwrap();

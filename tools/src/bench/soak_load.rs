@@ -166,14 +166,8 @@ pub async fn consume(c: Arc<Clients>, index: i32, count: i32) {
             let mut got_any = false;
             for (i, q) in queues.iter().enumerate() {
                 let req = PullRequest {
-                    group: CONSUMER_GROUP.to_owned(),
-                    topic: TOPIC.to_owned(),
-                    queue_id: *q,
-                    offset: offsets[i],
-                    max_msgs: PULL_BATCH,
-                    subscription: Some("*".into()),
-                    suspend: None,
                     commit_offset: Some(offsets[i]),
+                    ..PullRequest::new(CONSUMER_GROUP, TOPIC, *q, offsets[i], PULL_BATCH)
                 };
                 match sdk::pull(&client, &req).await {
                     Ok(r) if r.code == i32::from(ResponseCode::Success) => {
