@@ -7,8 +7,8 @@ use std::sync::Arc;
 use rmq_common::cq::CqError;
 use rmq_common::StoreConfig;
 use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamilyDescriptor, CompactionDecision, DBCompactionStyle,
-    DBCompressionType, Options, WriteOptions, DEFAULT_COLUMN_FAMILY_NAME,
+    BlockBasedIndexType, BlockBasedOptions, Cache, ColumnFamilyDescriptor, CompactionDecision,
+    DBCompactionStyle, DBCompressionType, Env, Options, WriteOptions, DEFAULT_COLUMN_FAMILY_NAME,
 };
 
 use crate::key::EntryValue;
@@ -97,6 +97,19 @@ pub(crate) fn build(
     // The stall ticker (`rocksdb.stall.micros`) behind CqStats needs
     // statistics; their cost is a few atomic counters per operation.
     db.enable_statistics();
+    // Compactions run in the low-priority pool at the lowest CPU priority, so
+    // on a small machine a large compaction takes the CPU the broker leaves
+    // idle instead of starving pulls and sends (a one-hour soak on 2 cores
+    // saw consumers fall 214k messages behind during one). Flushes keep the
+    // high-priority pool at normal priority: a starved flush stalls writes.
+    // The default Env is process-wide, so this holds for every RocksDB store
+    // of the broker; setting it again is harmless.
+    let mut env = Env::new().map_err(|e| CqError::Engine {
+        context: "creating RocksDB's environment".into(),
+        source: Box::new(e),
+    })?;
+    env.lower_thread_pool_cpu_priority();
+    db.set_env(&env);
 
     // One LRU cache for both CFs, so the configured size is the total
     // block-cache memory of the backend.
@@ -107,7 +120,20 @@ pub(crate) fn build(
         // Reads are point lookups (multi-get of N keys, min/max keys): a
         // full-key bloom filter skips SST files that cannot hold the key.
         table.set_bloom_filter(f64::from(config.rocksdb_bloom_bits_per_key), false);
+        // Partitioned filters: only the partitions a lookup touches are
+        // loaded into the cache (needs the two-level index below).
+        table.set_partition_filters(true);
     }
+    // Index and filter blocks live in the block cache, so the configured
+    // cache size bounds them too. Outside it (RocksDB's default) they grow
+    // with the data: ~2.45 B per unit, 260 MiB after a soak hour. Two-level
+    // indexes keep the part that must stay resident small: the top level
+    // of each file and the L0 files' blocks are pinned, the partitions are
+    // cached and evicted like data blocks.
+    table.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
+    table.set_cache_index_and_filter_blocks(true);
+    table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    table.set_pin_top_level_index_and_filter(true);
 
     let mut entries = cf_common(&table, write_buffer, write_buffers);
     entries.set_compaction_style(compaction);

@@ -7,6 +7,7 @@ use rmq_common::cq::CqStats;
 use rocksdb::properties::{
     PropName, ACTUAL_DELAYED_WRITE_RATE, CUR_SIZE_ALL_MEM_TABLES,
     ESTIMATE_PENDING_COMPACTION_BYTES, ESTIMATE_TABLE_READERS_MEM, IS_WRITE_STOPPED,
+    NUM_RUNNING_COMPACTIONS,
 };
 use rocksdb::statistics::Ticker;
 
@@ -30,6 +31,7 @@ pub(crate) fn collect(shared: &Shared) -> CqStats {
     if let Some(db) = guard.as_ref() {
         s.memtable_bytes = sum_over_cfs(db, CUR_SIZE_ALL_MEM_TABLES);
         s.pending_compaction_bytes = sum_over_cfs(db, ESTIMATE_PENDING_COMPACTION_BYTES);
+        s.running_compactions = db_int(db, NUM_RUNNING_COMPACTIONS);
         s.block_cache_usage_bytes = db.block_cache.get_usage() as u64;
         s.table_readers_bytes = sum_over_cfs(db, ESTIMATE_TABLE_READERS_MEM);
         let stopped = db_int(db, IS_WRITE_STOPPED) > 0;

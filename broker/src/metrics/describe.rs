@@ -138,13 +138,18 @@ const HELP: &[(Kind, &str, &str)] = &[
     ),
     (
         G,
+        n::ROCKSDB_RUNNING_COMPACTIONS,
+        "RocksDB compactions running now.",
+    ),
+    (
+        G,
         n::ROCKSDB_BLOCK_CACHE_USAGE_BYTES,
         "RocksDB block cache bytes in use.",
     ),
     (
         G,
         n::ROCKSDB_TABLE_READERS_BYTES,
-        "RocksDB table readers' memory (index and filter blocks outside the block cache), estimated.",
+        "RocksDB table readers' memory outside the block cache, estimated.",
     ),
     (
         G,

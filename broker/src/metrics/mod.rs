@@ -79,9 +79,12 @@ pub mod names {
     pub const ROCKSDB_MEMTABLE_BYTES: &str = "rmq_rocksdb_memtable_bytes";
     /// RocksDB compaction debt.
     pub const ROCKSDB_PENDING_COMPACTION_BYTES: &str = "rmq_rocksdb_pending_compaction_bytes";
+    /// RocksDB compactions running now.
+    pub const ROCKSDB_RUNNING_COMPACTIONS: &str = "rmq_rocksdb_running_compactions";
     /// RocksDB block cache.
     pub const ROCKSDB_BLOCK_CACHE_USAGE_BYTES: &str = "rmq_rocksdb_block_cache_usage_bytes";
-    /// RocksDB table readers (index and filter blocks outside the cache).
+    /// RocksDB table readers (memory of open SST files outside the block
+    /// cache; index and filter blocks are kept in the cache).
     pub const ROCKSDB_TABLE_READERS_BYTES: &str = "rmq_rocksdb_table_readers_bytes";
     /// 1 while RocksDB stalls writes.
     pub const ROCKSDB_WRITE_STALLED: &str = "rmq_rocksdb_write_stalled";

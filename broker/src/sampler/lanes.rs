@@ -78,6 +78,10 @@ impl Sampler {
                     st.pending_compaction_bytes as f64,
                 );
                 gauge(
+                    names::ROCKSDB_RUNNING_COMPACTIONS,
+                    st.running_compactions as f64,
+                );
+                gauge(
                     names::ROCKSDB_BLOCK_CACHE_USAGE_BYTES,
                     st.block_cache_usage_bytes as f64,
                 );

@@ -151,6 +151,8 @@ pub struct CqStats {
     pub memtable_bytes: u64,
     /// RocksDB: estimated bytes compaction still has to rewrite.
     pub pending_compaction_bytes: u64,
+    /// RocksDB: compactions running now.
+    pub running_compactions: u64,
     /// RocksDB: block cache bytes in use.
     pub block_cache_usage_bytes: u64,
     /// RocksDB: memory of its table readers (the index and filter blocks
