@@ -493,6 +493,9 @@ async fn sample_loop(
                 let cache = e.max(names::ROCKSDB_MEMTABLE_BYTES).unwrap_or(0.0)
                     + e.max(names::ROCKSDB_BLOCK_CACHE_USAGE_BYTES).unwrap_or(0.0);
                 s.rocksdb_cache_mib = cache / (1024.0 * 1024.0);
+                s.table_readers_mib =
+                    e.max(names::ROCKSDB_TABLE_READERS_BYTES).unwrap_or(0.0) / (1024.0 * 1024.0);
+                s.running_compactions = e.max(names::ROCKSDB_RUNNING_COMPACTIONS).unwrap_or(0.0);
                 s.consumer_lag = e.sum_where(
                     rocketmq_names::CONSUMER_LAG_MESSAGES,
                     &[("consumer_group", soak_load::CONSUMER_GROUP)],

@@ -27,6 +27,11 @@ pub struct Sample {
     pub rocksdb_cache_mib: f64,
     /// Anonymous memory without RocksDB's caches, MiB: where a leak shows.
     pub heap_mib: f64,
+    /// RocksDB's table readers outside the block cache, MiB (part of the
+    /// heap figure).
+    pub table_readers_mib: f64,
+    /// RocksDB compactions running at that moment.
+    pub running_compactions: f64,
     /// Open file descriptors.
     pub open_files: f64,
     /// Of those, the store's data files.
@@ -56,6 +61,8 @@ pub struct Period {
     pub anon_end_mib: f64,
     /// Anonymous memory without RocksDB's caches at its last sample, MiB.
     pub heap_end_mib: f64,
+    /// RocksDB's table readers at its last sample, MiB.
+    pub table_readers_end_mib: f64,
     /// Resident set at its last sample, MiB.
     pub rss_end_mib: f64,
     /// Open files at its last sample.
@@ -73,6 +80,8 @@ pub struct Period {
     pub unreceived_max: f64,
     /// The broker's consumer-lag gauge, largest of the settled samples.
     pub consumer_lag_max: f64,
+    /// Samples taken while RocksDB ran a compaction.
+    pub compacting_samples: usize,
 }
 
 /// Whether each figure stayed flat (last period against the base).
@@ -126,6 +135,7 @@ pub fn periods(samples: &[Sample], restarts: &[f64]) -> Vec<Period> {
                 to_s: last.at_s,
                 anon_end_mib: last.anon_mib,
                 heap_end_mib: last.heap_mib,
+                table_readers_end_mib: last.table_readers_mib,
                 rss_end_mib: last.rss_mib,
                 open_files_end: last.open_files,
                 store_files_end: last.store_files,
@@ -134,6 +144,10 @@ pub fn periods(samples: &[Sample], restarts: &[f64]) -> Vec<Period> {
                 unreceived_p99: p99(&unreceived),
                 unreceived_max: unreceived.iter().copied().fold(0.0, f64::max),
                 consumer_lag_max: settled.iter().map(|s| s.consumer_lag).fold(0.0, f64::max),
+                compacting_samples: inside
+                    .iter()
+                    .filter(|s| s.running_compactions > 0.0)
+                    .count(),
             })
         })
         .collect()
@@ -169,15 +183,16 @@ fn p99(v: &[f64]) -> f64 {
 /// The periods as a Markdown table.
 pub fn table(periods: &[Period]) -> String {
     let mut out = String::from(
-        "| period (min) | heap MiB at end | anon MiB | RSS MiB | open files at end (store's) | dispatch lag p99 / max (s) | unreceived p99 / max | consumer-lag gauge max |\n\
-         |---|---|---|---|---|---|---|---|\n",
+        "| period (min) | heap MiB at end (table readers) | anon MiB | RSS MiB | open files at end (store's) | dispatch lag p99 / max (s) | unreceived p99 / max | consumer-lag gauge max | samples compacting |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
     );
     for p in periods {
         out.push_str(&format!(
-            "| {:.1}–{:.1} | {:.0} | {:.0} | {:.0} | {:.0} ({:.0}) | {:.3} / {:.3} | {:.0} / {:.0} | {:.0} |\n",
+            "| {:.1}–{:.1} | {:.0} ({:.0}) | {:.0} | {:.0} | {:.0} ({:.0}) | {:.3} / {:.3} | {:.0} / {:.0} | {:.0} | {} |\n",
             p.from_s / 60.0,
             p.to_s / 60.0,
             p.heap_end_mib,
+            p.table_readers_end_mib,
             p.anon_end_mib,
             p.rss_end_mib,
             p.open_files_end,
@@ -187,6 +202,7 @@ pub fn table(periods: &[Period]) -> String {
             p.unreceived_p99,
             p.unreceived_max,
             p.consumer_lag_max,
+            p.compacting_samples,
         ));
     }
     out
