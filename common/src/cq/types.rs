@@ -155,8 +155,8 @@ pub struct CqStats {
     pub running_compactions: u64,
     /// RocksDB: block cache bytes in use.
     pub block_cache_usage_bytes: u64,
-    /// RocksDB: memory of its table readers (the index and filter blocks
-    /// of open SST files held outside the block cache), estimated.
+    /// RocksDB: memory of its table readers held outside the block cache,
+    /// estimated (index and filter blocks are kept in the cache).
     pub table_readers_bytes: u64,
     /// RocksDB: whether writes are stalled or stopped right now (0 or 1).
     pub write_stalled: u64,
